@@ -1,0 +1,114 @@
+// Package dockertest holds what container tests share: the check that a
+// Docker daemon answers, this machine's testcontainers settings, and building
+// a FROM-scratch image around a static Go binary from an in-memory context.
+package dockertest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// hermeticDefaults are the testcontainers settings a machine with no
+// registry needs: no reaper (its image cannot be pulled) and the Docker host
+// on loopback (not the default gateway). They apply only where the variable
+// is unset, so a user's own configuration wins.
+var hermeticDefaults = map[string]string{
+	"TESTCONTAINERS_RYUK_DISABLED": "true",
+	"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
+}
+
+// SetDefaults sets the hermetic testcontainers defaults for variables that are
+// unset. Call it before the first testcontainers call of the process.
+func SetDefaults() {
+	for k, v := range hermeticDefaults {
+		if _, ok := os.LookupEnv(k); !ok {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+// Ping reports whether a Docker daemon answers.
+func Ping(ctx context.Context) error {
+	SetDefaults()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return fmt.Errorf("docker provider: %w", err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.Health(ctx); err != nil {
+		return fmt.Errorf("docker health: %w", err)
+	}
+	return nil
+}
+
+// Require fails the test when no Docker daemon answers, with a message that
+// says how to start one. With SERVEGATE_SKIP_DOCKER=1 it skips instead.
+func Require(tb testing.TB) {
+	tb.Helper()
+	err := Ping(context.Background())
+	if err == nil {
+		return
+	}
+	if os.Getenv("SERVEGATE_SKIP_DOCKER") == "1" {
+		tb.Skipf("no Docker daemon (%v); skipped because SERVEGATE_SKIP_DOCKER=1", err)
+	}
+	tb.Fatalf("no Docker daemon answers: %v\n"+
+		"start one (`sudo systemctl start docker`, or `dockerd >/tmp/dockerd.log 2>&1 &`; on Debian `apt-get install docker.io` first),\n"+
+		"or set SERVEGATE_SKIP_DOCKER=1 to skip the container tests", err)
+}
+
+// ScratchContext returns an in-memory docker build context (a tar archive)
+// holding a Dockerfile that copies binary into an empty image and runs it.
+// extra files are added beside it and copied to the image root too.
+func ScratchContext(binary []byte, args []string, extra map[string][]byte) (*bytes.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	df := "FROM scratch\nCOPY app /app\n"
+	for name := range extra {
+		df += fmt.Sprintf("COPY %s /%s\n", name, name)
+	}
+	df += "ENTRYPOINT [\"/app\""
+	for _, a := range args {
+		df += fmt.Sprintf(", %q", a)
+	}
+	df += "]\n"
+	files := map[string][]byte{"Dockerfile": []byte(df), "app": binary}
+	for k, v := range extra {
+		files[k] = v
+	}
+	for _, name := range []string{"Dockerfile", "app"} {
+		if err := addFile(tw, name, files[name]); err != nil {
+			return nil, err
+		}
+		delete(files, name)
+	}
+	for name, data := range files {
+		if err := addFile(tw, name, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("build context: %w", err)
+	}
+	return bytes.NewReader(buf.Bytes()), nil
+}
+
+func addFile(tw *tar.Writer, name string, data []byte) error {
+	hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: time.Unix(0, 0)}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("build context: %w", err)
+	}
+	if _, err := tw.Write(data); err != nil {
+		return fmt.Errorf("build context: %w", err)
+	}
+	return nil
+}
