@@ -68,6 +68,12 @@ func TestPayloads(t *testing.T) {
 			want:    `{"dimensions":64,"input":"embed me","model":"meta-llama/Llama-3.2-1B-Instruct","truncate_prompt_tokens":-1}`,
 		},
 		{
+			name:    "batched embeddings",
+			backend: BackendOpenAIEmbeddings,
+			req:     Request{Prompt: "ignored", Inputs: []string{"q", "d1", "d2"}},
+			want:    `{"input":["q","d1","d2"],"model":"meta-llama/Llama-3.2-1B-Instruct","truncate_prompt_tokens":-1}`,
+		},
+		{
 			name:    "rerank ignores extra body",
 			backend: BackendVLLMRerank,
 			setup:   func(c *Client) { c.ExtraBody = map[string]any{"x": 1}; c.IgnoreEOS = true },

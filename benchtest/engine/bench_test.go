@@ -12,17 +12,14 @@ import (
 // scheduled time) at p50 and p99 in microseconds; the target is p99 under
 // 1 ms. Each op is a one-second run of 2,000 requests.
 func BenchmarkScheduleFidelity(b *testing.B) {
-	for _, spin := range []time.Duration{spinWindow, 0} {
-		b.Run("spin="+spin.String(), func(b *testing.B) {
-			old := spinWindow
-			spinWindow = spin
-			defer func() { spinWindow = old }()
-			benchFidelity(b)
+	for _, spin := range []time.Duration{defaultSpinWindow, -1} {
+		b.Run("spin="+max(spin, 0).String(), func(b *testing.B) {
+			benchFidelity(b, spin)
 		})
 	}
 }
 
-func benchFidelity(b *testing.B) {
+func benchFidelity(b *testing.B, spin time.Duration) {
 	const rate, n = 2000, 2000
 	srv := newStreamServer(b)
 	var lags, dlags []float64
@@ -33,6 +30,7 @@ func benchFidelity(b *testing.B) {
 			Model:       "m",
 			RequestRate: rate,
 			Seed:        int64(len(lags)),
+			SpinWindow:  spin,
 		}, samples(n))
 		if err != nil {
 			b.Fatal(err)

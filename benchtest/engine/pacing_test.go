@@ -75,9 +75,6 @@ func (f *fakeServer) seen() []string {
 // in-memory network and the dispatcher's spin disabled (fake time does
 // not pass while a goroutine spins).
 func inBubble(t *testing.T, service time.Duration, fn func(t *testing.T, srv *fakeServer, cfg Config)) {
-	old := spinWindow
-	spinWindow = 0
-	defer func() { spinWindow = old }()
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFakeServer(t, service)
 		net := newPipeNet(srv)
@@ -87,6 +84,7 @@ func inBubble(t *testing.T, service time.Duration, fn func(t *testing.T, srv *fa
 			Backend:    "openai-chat",
 			Model:      "m",
 			HTTPClient: net.client,
+			SpinWindow: -1,
 		}
 		fn(t, srv, cfg)
 	})
