@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +212,38 @@ func TestPytorchRecords(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"args": {"model": "m", "request_rate": "inf"}`) {
 		t.Errorf("args not rendered: %.300s", b)
+	}
+}
+
+func TestRadixSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 255, 256, 1000, 100000} {
+		keys := make([]uint64, n)
+		for i := range keys {
+			switch i % 3 {
+			case 0:
+				keys[i] = rng.Uint64()
+			case 1:
+				keys[i] = uint64(rng.IntN(1 << 20))
+			default:
+				keys[i] = 1<<63 ^ uint64(rng.Int64N(1<<40)-1<<39)
+			}
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		radixSort(keys)
+		if !slices.Equal(keys, want) {
+			t.Errorf("n=%d: radix sort differs from slices.Sort", n)
+		}
+	}
+	ds := []time.Duration{5, -3, 0, 1 << 40, -1 << 40, 7}
+	for range 100 {
+		ds = append(ds, time.Duration(rng.Int64N(1<<50)-1<<49))
+	}
+	st := newDurationStats(ds)
+	for i := 1; i < len(st.sorted); i++ {
+		if st.sorted[i-1] > st.sorted[i] {
+			t.Fatal("durations with negatives not sorted")
+		}
 	}
 }
