@@ -22,7 +22,8 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 //
 // An output chunk is an event whose "choices" is not empty, except chat's
 // role-only first chunk (delta with a role and no text), which vLLM counts
-// but which carries no output. TTFT is taken at the first output chunk,
+// but which carries no output. Reasoning deltas are output chunks; like
+// vLLM, only content goes into the generated text. TTFT is taken at the first output chunk,
 // an ITL gap before each later one, and the latency at the last one. A
 // usage-only chunk sets the token counts and moves no timestamp. When
 // output chunks carry cumulative usage (continuous_usage_stats), each
@@ -88,7 +89,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 				rec.ServerPromptTokens = ch.prompt
 			}
 		}
-		if !ch.choices || (chat && ch.role && ch.textLen == 0) {
+		if !ch.choices || (chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
 			if ch.usage && ch.completion >= 0 {
 				cumulative = ch.completion
 			}

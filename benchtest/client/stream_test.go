@@ -230,6 +230,21 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
+func TestReasoningChunks(t *testing.T) {
+	const head = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":`
+	const tail = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	body := head + `{"role":"assistant","content":""}` + tail +
+		head + `{"reasoning_content":"Let me think"}` + tail +
+		head + `{"reasoning_content":" more."}` + tail +
+		head + `{"content":"42"}` + tail +
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":15,"completion_tokens":10}}` + "\n\ndata: [DONE]\n\n"
+	srv := newReplay(t, http.StatusOK, []byte(body), 9)
+	rec := newClient(BackendOpenAIChat, srv.URL).Do(t.Context(), Request{Prompt: "q"})
+	if !rec.Success || rec.GeneratedText != "42" || len(rec.ITL) != 2 || rec.OutputTokens != 10 {
+		t.Errorf("success %v text %q itl %d tokens %d; want true, content only, 3 output chunks, 10", rec.Success, rec.GeneratedText, len(rec.ITL), rec.OutputTokens)
+	}
+}
+
 // TestOutputTokensWithoutUsage counts tokens with the tokenizer when the
 // server sends no usage, like vLLM's calculate_metrics.
 func TestOutputTokensWithoutUsage(t *testing.T) {
