@@ -69,6 +69,8 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 		}
 	}
 	for i := range d.reqs {
+		// Build the payload while waiting, not after the send time.
+		prep := d.client.Prepare(d.reqs[i])
 		if err := sleepUntil(ctx, epoch.Add(d.offsets[i]), d.spin); err != nil {
 			stop(i, "not sent: run stopped before its scheduled time", -1)
 			break
@@ -109,7 +111,7 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 			if sem != nil {
 				defer func() { <-sem }()
 			}
-			res.Records[i] = d.send(ctx, i, dispatched)
+			res.Records[i] = d.send(ctx, i, dispatched, prep)
 			d.progress()
 		})
 	}
@@ -117,15 +119,15 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 	res.Duration = time.Since(epoch)
 }
 
-// send sends request i, released at dispatched, once it holds a
-// concurrency slot.
-func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration) metrics.Record {
+// send sends request i (prepared as prep), released at dispatched, once it
+// holds a concurrency slot.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration, prep client.Prepared) metrics.Record {
 	if ctx.Err() != nil {
 		rec := d.unsent(i, "not sent: run stopped")
 		rec.Dispatched = dispatched
 		return rec
 	}
-	rec := d.client.Do(ctx, d.reqs[i])
+	rec := d.client.DoPrepared(ctx, prep)
 	rec.Scheduled = d.offsets[i]
 	rec.Dispatched = dispatched
 	return rec
