@@ -80,7 +80,9 @@ type Config struct {
 	// Headers are sent with every request.
 	Headers map[string]string
 	// LoRAModules, when set, are chosen at random per request and sent
-	// as the model.
+	// as the model. The choice is seeded by Seed; like the arrival times
+	// it follows vLLM's distribution (uniform), not Python's random
+	// stream.
 	LoRAModules []string
 	// RequestIDPrefix prefixes the index of samples that carry no
 	// RequestID; empty means "bench-<8 hex digits>-" as vLLM does.
