@@ -24,7 +24,8 @@ func TestRandomValidation(t *testing.T) {
 		params RandomParams
 		want   string // substring of the error; "" for success
 	}{
-		{"ratio one", RandomParams{InputLen: 16, RangeRatio: 1}, "range ratio 1 must be in [0, 1)"},
+		{"ratio one", RandomParams{InputLen: 16, PrefixLen: 1, RangeRatio: 1}, "range ratio 1 must be in [0, 1)"},
+		{"ratio one, no prefix: vLLM checks the length first", RandomParams{InputLen: 16, RangeRatio: 1}, "input length 16 is too small"},
 		{"ratio negative", RandomParams{InputLen: 16, RangeRatio: -0.1}, "range ratio -0.1 must be in [0, 1)"},
 		{"only special tokens", RandomParams{InputLen: 1}, "input length 1 is too small"},
 		{"ratio floors to zero", RandomParams{InputLen: 2, RangeRatio: 0.5}, "shortest prompt (prefix + sampled) has 0 tokens"},
