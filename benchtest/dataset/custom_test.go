@@ -87,7 +87,8 @@ func TestCustomOptions(t *testing.T) {
 		}
 		assert.Equal(t, order(0), order(0))
 		assert.NotEqual(t, order(0), order(5))
-		assert.Equal(t, "Explain, step by step, how a bicycle gear works.|東京の人口は何人ですか？簡単に答えてください。|What is the capital of India?|Écris un haïku sur la pluie d'automne.||", order(0))
+		// vLLM's order for seed 0 (CPython's random.shuffle; see crosscheck.py).
+		assert.Equal(t, "東京の人口は何人ですか？簡単に答えてください。|Écris un haïku sur la pluie d'automne.|What is the capital of India?|Explain, step by step, how a bicycle gear works.||", order(0))
 	})
 	t.Run("oversampling", func(t *testing.T) {
 		got := load(Spec{NumPrompts: 9, DisableShuffle: true, SkipChatTemplate: true, RequestIDPrefix: "c"})
@@ -104,11 +105,11 @@ func TestCustomOptions(t *testing.T) {
 			"東京の人口は何人ですか？簡単に答えてください。",
 			"",
 			"Explain, step by step, how a bicycle gear works.",
-			"What is the capital of India?",
-			"Écris un haïku sur la pluie d'automne.",
 			"",
-			"Écris un haïku sur la pluie d'automne.",
-		}, prompts)
+			"",
+			"What is the capital of India?",
+			"東京の人口は何人ですか？簡単に答えてください。",
+		}, prompts, "vLLM's oversampling for seed 0 (see crosscheck.py)")
 	})
 }
 
