@@ -200,8 +200,8 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 	if tok == nil {
 		return nil, fmt.Errorf("load %s dataset: no tokenizer", s.Name)
 	}
-	if s.TraceSpeed < 0 {
-		return nil, fmt.Errorf("load %s dataset: trace speed %v must be positive", s.Name, s.TraceSpeed)
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 	}
 	if s.TokenizerConfig == nil {
 		cfg, err := configBeside(tok.Name())
@@ -238,6 +238,21 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 		return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 	}
 	return samples, nil
+}
+
+// validate checks the fields every dataset shares.
+func (s Spec) validate() error {
+	switch {
+	case s.NumPrompts < 0 && s.Name != Custom && s.Name != SpecBench:
+		return fmt.Errorf("num prompts %d must be positive (only custom and spec_bench take a negative count for every row)", s.NumPrompts)
+	case s.TraceSpeed <= 0:
+		return fmt.Errorf("trace speed %v must be positive", s.TraceSpeed)
+	case s.TraceReplay && s.Name != Custom && s.Name != BurstGPT:
+		return fmt.Errorf("trace replay needs arrival times, which only burstgpt (Timestamp) and custom (\"timestamp\") carry")
+	case s.Random.BatchSize < 1:
+		return fmt.Errorf("batch size %d must be at least 1", s.Random.BatchSize)
+	}
+	return nil
 }
 
 // openAICompatible are the backends vLLM sends through its OpenAI
