@@ -154,7 +154,6 @@ func TestSpecValidation(t *testing.T) {
 		want string
 	}{
 		{Spec{NumPrompts: -1}, "load random dataset: num prompts -1 must be positive (only custom and spec_bench take a negative count for every row)"},
-		{Spec{TraceSpeed: -2}, "load random dataset: trace speed -2 must be positive"},
 		{Spec{Name: ShareGPT, TraceReplay: true}, `load sharegpt dataset: trace replay needs arrival times, which only burstgpt (Timestamp) and custom ("timestamp") carry`},
 		{Spec{Random: RandomParams{BatchSize: -1}}, "load random dataset: batch size -1 must be at least 1"},
 	}

@@ -22,9 +22,9 @@ type Sample struct {
 	OutputLen int
 	// RequestID is sent as x-request-id and keys the per-request records.
 	RequestID string
-	// Arrival is the offset from the start of the run at which a trace
-	// replays this request, already divided by Spec.TraceSpeed; meaningful
-	// only when HasArrival is set.
+	// Arrival is the offset from the trace's first request at which this
+	// request was made, in trace time (the engine's TraceSpeed scales it
+	// when replaying); meaningful only when HasArrival is set.
 	Arrival time.Duration
 	// HasArrival says the dataset carries arrival times (trace replay).
 	HasArrival bool
