@@ -199,3 +199,24 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o644))
 }
+
+// TestConfigFromHubCache loads a tokenizer by model id from a Hugging Face
+// cache laid out on disk and finds the chat template in its snapshot.
+func TestConfigFromHubCache(t *testing.T) {
+	cache := t.TempDir()
+	snap := filepath.Join(cache, "models--acme--tiny-chat", "snapshots", "abc123")
+	require.NoError(t, os.MkdirAll(snap, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(cache, "models--acme--tiny-chat", "refs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "models--acme--tiny-chat", "refs", "main"), []byte("abc123"), 0o644))
+	copyFile(t, fixtures.Tokenizer(t, fixtures.Llama3), filepath.Join(snap, "tokenizer.json"))
+	mod, err := fixtures.TokenizersModuleDir()
+	require.NoError(t, err)
+	copyFile(t, filepath.Join(mod, "test", "data", "meta-llama-3-8b-instruct", "tokenizer_config.json"), filepath.Join(snap, "tokenizer_config.json"))
+	t.Setenv("HF_HUB_CACHE", cache)
+	tok, err := tokenizer.FromPretrained(context.Background(), "acme/tiny-chat", tokenizer.Hub{})
+	require.NoError(t, err)
+	defer tok.Close()
+	got, err := Load(context.Background(), Spec{Name: Custom, Path: fixture("custom.jsonl"), NumPrompts: 1, DisableShuffle: true}, tok)
+	require.NoError(t, err)
+	assert.Equal(t, 18, got[0].PromptLen)
+}
