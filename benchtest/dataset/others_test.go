@@ -178,3 +178,11 @@ func TestUnknownDataset(t *testing.T) {
 	_, err = Load(context.Background(), Spec{}, nil)
 	assert.EqualError(t, err, "load random dataset: no tokenizer")
 }
+
+func TestFileErrorIsTyped(t *testing.T) {
+	_, err := Load(context.Background(), Spec{Name: Custom, Path: fixture("custom_bad_malformed.jsonl"), SkipChatTemplate: true}, loadTokenizer(t, fixtures.Llama3))
+	var fe *FileError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, fixture("custom_bad_malformed.jsonl"), fe.Path)
+	assert.Equal(t, 2, fe.Line)
+}
