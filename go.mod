@@ -3,6 +3,7 @@ module github.com/servegate/servegate
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/daulet/tokenizers v1.22.1
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.45.0
