@@ -48,7 +48,7 @@ type stepPlan struct {
 // catchUp is how late a step may end and the next one still start at the
 // modelled instant rather than now, so timer overshoot does not accumulate
 // into the token rate.
-const catchUp = 2 * time.Millisecond
+const catchUp = 5 * time.Millisecond
 
 func newEngine(p Params, m *metrics) *engine {
 	return &engine{
