@@ -325,7 +325,7 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			e.running = remove(e.running, s)
 			e.free(s)
 		}
-		e.metrics.generated()
+		e.metrics.generated(len(s.output) == 1, len(s.prompt))
 		s.deliver([]int{tok}, at, finish)
 	}
 	e.mu.Lock()

@@ -226,3 +226,42 @@ func scrape(tb testing.TB, s *Server) string {
 	s.metrics.write(&b, s.eng.snapshot())
 	return b.String()
 }
+
+// TestMetricsUnderLoad scrapes /metrics while the engine is saturated and
+// after it drains: the gauges show the full batch, the queue and the KV
+// cache in use, then fall back to zero; the counters and histograms add up.
+func TestMetricsUnderLoad(t *testing.T) {
+	p := testParams()
+	p.MaxNumSeqs = 4
+	p.StepFixedMS = 10
+	_, base := start(t, Config{Params: &p})
+	var wg sync.WaitGroup
+	wg.Go(func() { burst(base, 12, func(i int) map[string]any { return completionBody(words(40, i), 30, true) }) })
+	var busy string
+	require.Eventually(t, func() bool {
+		busy = fetchRaw(t, "GET", base+"/metrics", nil, nil)
+		return strings.Contains(busy, `vllm:num_requests_running{engine="0",model_name="sim-test"} 4.0`) &&
+			strings.Contains(busy, `vllm:num_requests_waiting{engine="0",model_name="sim-test"} 8.0`)
+	}, 10*time.Second, 5*time.Millisecond, "the batch never showed full")
+	require.NotContains(t, busy, `vllm:kv_cache_usage_perc{engine="0",model_name="sim-test"} 0.0`+"\n", "the KV cache is in use")
+	wg.Wait()
+	idle := fetchRaw(t, "GET", base+"/metrics", nil, nil)
+	require.True(t, strings.HasPrefix(idle, "200 text/plain; version=0.0.4"))
+	for _, want := range []string{
+		`vllm:num_requests_running{engine="0",model_name="sim-test"} 0.0`,
+		`vllm:num_requests_waiting{engine="0",model_name="sim-test"} 0.0`,
+		`vllm:kv_cache_usage_perc{engine="0",model_name="sim-test"} 0.0` + "\n",
+		`vllm:generation_tokens_total{engine="0",model_name="sim-test"} 360`,
+		`vllm:request_success_total{engine="0",model_name="sim-test",finished_reason="length"} 12`,
+		`vllm:time_to_first_token_seconds_count{engine="0",model_name="sim-test"} 12`,
+		`vllm:inter_token_latency_seconds_count{engine="0",model_name="sim-test"} 348`,
+		`vllm:e2e_request_latency_seconds_bucket{engine="0",model_name="sim-test",le="+Inf"} 12`,
+		`vllm:request_queue_time_seconds_count{engine="0",model_name="sim-test"} 12`,
+		`# TYPE vllm:num_preemptions counter`,
+		`vllm:prompt_tokens_total{engine="0",model_name="sim-test"} `,
+		`vllm:prefix_cache_queries_total{engine="0",model_name="sim-test"} `,
+		`vllm:prefix_cache_hits_total{engine="0",model_name="sim-test"} `,
+	} {
+		require.True(t, strings.Contains(idle, want), "/metrics lacks %q", want)
+	}
+}
