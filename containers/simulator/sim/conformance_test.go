@@ -49,6 +49,7 @@ func TestGolden(t *testing.T) {
 		{name: "error_too_long", path: "/v1/completions", body: map[string]any{"prompt": "x", "max_tokens": 5000}},
 		{name: "error_json", path: "/v1/chat/completions", body: "not an object"},
 		{name: "error_fault_header", path: "/v1/completions", body: map[string]any{"prompt": "x"}, header: map[string]string{FaultHeader: "explode=1"}},
+		{name: "fault_stream_error", path: "/v1/completions", body: map[string]any{"prompt": "x", "max_tokens": 5, "stream": true}, header: map[string]string{FaultHeader: "error_after=2"}},
 		{name: "fault_status", path: "/v1/completions", body: map[string]any{"prompt": "x"}, header: map[string]string{FaultHeader: "status=503"}},
 	}
 	for _, c := range cases {

@@ -24,6 +24,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq)
 			return
 		}
 		if len(ids) > 0 {
+			if chunks == j.fault.errorAfter {
+				s.eng.abort(sq)
+				w.Write(streamError(http.StatusInternalServerError, "The simulated engine failed mid-generation (injected by the simulator)."))
+				w.Write([]byte("data: [DONE]\n\n"))
+				if fl != nil {
+					fl.Flush()
+				}
+				return
+			}
 			if chunks == j.fault.abortAfter {
 				s.eng.abort(sq)
 				panic(http.ErrAbortHandler)
@@ -190,6 +199,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job, sq *seq
 	}
 	if j.fault.abortAfter >= 0 {
 		panic(http.ErrAbortHandler)
+	}
+	if j.fault.errorAfter >= 0 {
+		writeError(w, newError(http.StatusInternalServerError, "The simulated engine failed (injected by the simulator)."))
+		return
 	}
 	if j.fault.stall > 0 && !sleepCtx(r, j.fault.stall) {
 		return
