@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/fixtures"
+)
+
+// streamServer answers completions and chat requests with a recorded vLLM
+// stream and counts requests in flight.
+type streamServer struct {
+	*httptest.Server
+	body        map[string][]byte
+	inFlight    atomic.Int64
+	maxInFlight atomic.Int64
+	hold        time.Duration
+
+	mu       sync.Mutex
+	models   []string
+	ids      []string
+	paths    []string
+	statuses []int // answers to give first, in order (then 200)
+}
+
+func newStreamServer(tb testing.TB) *streamServer {
+	tb.Helper()
+	s := &streamServer{body: map[string][]byte{}}
+	for path, name := range map[string]string{
+		"/v1/completions":      "vllm-0.13-completions.sse",
+		"/v1/chat/completions": "vllm-0.13-chat.sse",
+	} {
+		b, err := os.ReadFile(filepath.Join(fixtures.Dir(), "fixtures", "sse", name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.body[path] = b
+	}
+	s.body["/v1/embeddings"] = []byte(`{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.5,-0.5]}],"usage":{"prompt_tokens":5,"total_tokens":5}}`)
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+func (s *streamServer) serve(w http.ResponseWriter, r *http.Request) {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for {
+		m := s.maxInFlight.Load()
+		if n <= m || s.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	var p struct {
+		Model string `json:"model"`
+	}
+	raw, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(raw, &p)
+	s.mu.Lock()
+	s.models = append(s.models, p.Model)
+	s.ids = append(s.ids, r.Header.Get("x-request-id"))
+	s.paths = append(s.paths, r.URL.Path)
+	status := http.StatusOK
+	if len(s.statuses) > 0 {
+		status, s.statuses = s.statuses[0], s.statuses[1:]
+	}
+	s.mu.Unlock()
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"message":"status %d on purpose","type":"BadRequestError","code":%d}}`, status, status)
+		return
+	}
+	body, ok := s.body[r.URL.Path]
+	if !ok {
+		w.WriteHeader(http.StatusOK) // profiler endpoints
+		return
+	}
+	if s.hold > 0 {
+		select {
+		case <-time.After(s.hold):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = w.Write(body)
+}
+
+func samples(n int) []dataset.Sample {
+	out := make([]dataset.Sample, n)
+	for i := range out {
+		out[i] = dataset.Sample{Prompt: fmt.Sprintf("prompt %d", i), PromptLen: 10 + i, OutputLen: 8}
+	}
+	return out
+}
+
+func TestRunRecordsEverySample(t *testing.T) {
+	srv := newStreamServer(t)
+	var progress atomic.Int64
+	res, err := Run(t.Context(), Config{
+		BaseURL:         srv.URL,
+		Backend:         "openai-chat",
+		Model:           "m",
+		RequestRate:     500,
+		MaxConcurrency:  3,
+		RequestIDPrefix: "t-",
+		Progress:        func(done, total int) { progress.Store(int64(done)) },
+	}, samples(40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 40 || progress.Load() != 40 {
+		t.Fatalf("%d records, progress %d", len(res.Records), progress.Load())
+	}
+	for i, r := range res.Records {
+		if !r.Success {
+			t.Fatalf("record %d failed: %s", i, r.Error)
+		}
+		if r.RequestID != fmt.Sprintf("t-%d", i) || r.PromptLen != 10+i || r.OutputTokens != 10 {
+			t.Errorf("record %d: id %q prompt %d tokens %d", i, r.RequestID, r.PromptLen, r.OutputTokens)
+		}
+		if r.Dispatched < r.Scheduled || r.Start < r.Dispatched {
+			t.Errorf("record %d: scheduled %v dispatched %v start %v out of order", i, r.Scheduled, r.Dispatched, r.Start)
+		}
+		if i > 0 && r.Scheduled < res.Records[i-1].Scheduled {
+			t.Errorf("schedule not monotonic at %d", i)
+		}
+		if end := r.Start + r.Latency; end > res.Duration {
+			t.Errorf("record %d ends at %v after the run's duration %v", i, end, res.Duration)
+		}
+	}
+	if m := srv.maxInFlight.Load(); m > 3 {
+		t.Errorf("max in flight %d > MaxConcurrency 3", m)
+	}
+	if got := res.Records[39].Scheduled; got != 80*time.Millisecond {
+		t.Errorf("last request scheduled at %v, want N/rate = 80ms", got)
+	}
+	s := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
+	if s.Completed != 40 || s.TotalOutput != 400 {
+		t.Errorf("summary completed %d output %d", s.Completed, s.TotalOutput)
+	}
+	if _, ok := s.Value("p99_ttft_ms"); !ok {
+		t.Error("no p99_ttft_ms")
+	}
+	if !strings.HasPrefix(srv.paths[0], "/v1/chat/completions") {
+		t.Errorf("path %q", srv.paths[0])
+	}
+}
+
+func TestLoRAAndModelName(t *testing.T) {
+	srv := newStreamServer(t)
+	cfg := Config{BaseURL: srv.URL + "/", Model: "base", ModelName: "served", LoRAModules: []string{"lora-a", "lora-b"}, Seed: 3}
+	if _, err := Run(t.Context(), cfg, samples(30)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	srv.mu.Lock()
+	first := slices.Clone(srv.models)
+	for _, m := range srv.models {
+		seen[m]++
+	}
+	srv.models = nil
+	srv.mu.Unlock()
+	if len(seen) != 2 || seen["lora-a"] == 0 || seen["lora-b"] == 0 {
+		t.Errorf("models sent %v, want both LoRA modules only", seen)
+	}
+	// The choice is seeded: the same seed picks the same modules.
+	if _, err := Run(t.Context(), cfg, samples(30)); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	second := slices.Clone(srv.models)
+	srv.mu.Unlock()
+	slices.Sort(first)
+	slices.Sort(second)
+	if !slices.Equal(first, second) {
+		t.Error("same seed chose different LoRA modules")
+	}
+	cfg.LoRAModules = nil
+	srv.mu.Lock()
+	srv.models = nil
+	srv.mu.Unlock()
+	if _, err := Run(t.Context(), cfg, samples(2)); err != nil {
+		t.Fatal(err)
+	}
+	if srv.models[0] != "served" {
+		t.Errorf("model sent %q, want the served name", srv.models[0])
+	}
+}
+
+func TestRequestTimeoutRecords(t *testing.T) {
+	srv := newStreamServer(t)
+	srv.hold = time.Minute
+	res, err := Run(t.Context(), Config{BaseURL: srv.URL, Model: "m", RequestTimeout: 50 * time.Millisecond}, samples(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Success || r.Failure != metrics.FailureTimeout || r.Unsent {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if res.Stopped != nil {
+		t.Errorf("stopped %v", res.Stopped)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Model: "m"}, "no base URL"},
+		{Config{BaseURL: "http://x"}, "no model"},
+		{Config{BaseURL: "http://x", Model: "m", Backend: "tgi"}, "unknown backend"},
+		{Config{BaseURL: "http://x", Model: "m", Backend: "openai-chat", Endpoint: "/v1/completions"}, "must end with"},
+		{Config{BaseURL: "http://x", Model: "m", MaxConcurrency: -1}, "negative"},
+		{Config{BaseURL: "http://x", Model: "m", RequestRate: -3}, "request rate"},
+		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, TraceSpeed: -1}, "trace speed"},
+	}
+	for _, tt := range tests {
+		_, err := Run(t.Context(), tt.cfg, samples(1))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: err %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+	if _, err := Run(t.Context(), Config{BaseURL: "http://x", Model: "m"}, nil); err == nil {
+		t.Error("no samples accepted")
+	}
+}
+
+func TestEmbeddingsRun(t *testing.T) {
+	srv := newStreamServer(t)
+	res, err := Run(t.Context(), Config{BaseURL: srv.URL, Backend: "openai-embeddings", Model: "bge", MaxConcurrency: 2}, samples(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := metrics.Summarize(res.Records, res.Duration, metrics.Options{Pooling: true})
+	if s.Completed != 6 || s.TotalInput != 30 {
+		t.Errorf("completed %d input %d, want 6 and the server's 6×5", s.Completed, s.TotalInput)
+	}
+	if v, ok := s.Value("p99_e2el_ms"); !ok || v <= 0 {
+		t.Errorf("p99 e2el %v %v", v, ok)
+	}
+	if srv.paths[0] != "/v1/embeddings" {
+		t.Errorf("path %s", srv.paths[0])
+	}
+}
