@@ -145,7 +145,8 @@ func writeEvent(w http.ResponseWriter, v any) {
 func (s *Server) chatRoleChunk(j *job) chatChunk {
 	empty := ""
 	c := chatChunk{ID: j.id, Object: "chat.completion.chunk", Created: j.created, Model: s.p.Model,
-		Choices: []chatChunkChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}}}
+		Choices:        []chatChunkChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}},
+		PromptTokenIDs: jsonNull}
 	if j.continuous {
 		u := newUsage(len(j.prompt), 0)
 		c.Usage = &u
