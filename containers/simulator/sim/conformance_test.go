@@ -207,3 +207,29 @@ func TestDeterministic(t *testing.T) {
 	require.Equal(t, a, b)
 	require.NotEqual(t, a, c)
 }
+
+// TestDefaults: vLLM's defaults for fields a request leaves out.
+func TestDefaults(t *testing.T) {
+	p := testParams()
+	p.StepFixedMS = 0
+	p.DefaultMaxTokens = 9
+	_, base := start(t, Config{Params: &p})
+	usageOf := func(path string, body map[string]any) map[string]any {
+		body["stream"] = true
+		body["stream_options"] = map[string]any{"include_usage": true, "continuous_usage_stats": true}
+		r := post(context.Background(), base+path, body, nil)
+		require.NoError(t, r.err)
+		var u map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.events[len(r.events)-2].data), &u))
+		return u["usage"].(map[string]any)
+	}
+	require.EqualValues(t, 16, usageOf("/v1/completions", map[string]any{"prompt": "Hi"})["completion_tokens"], "completions default to 16")
+	require.EqualValues(t, 9, usageOf("/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}}})["completion_tokens"], "chat defaults to default_max_tokens")
+
+	// continuous_usage_stats without include_usage adds no usage anywhere.
+	r := post(context.Background(), base+"/v1/completions", map[string]any{"prompt": "Hi", "max_tokens": 2, "stream": true,
+		"stream_options": map[string]any{"continuous_usage_stats": true}}, nil)
+	for _, e := range r.events[:len(r.events)-1] {
+		require.Contains(t, e.data, `"usage":null`)
+	}
+}

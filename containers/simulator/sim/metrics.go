@@ -53,6 +53,13 @@ func newMetrics(model string) *metrics {
 	}
 }
 
+// pooled counts the prompt of an embeddings or rerank request.
+func (m *metrics) pooled(prompt int) {
+	m.mu.Lock()
+	m.promptTokens += int64(prompt)
+	m.mu.Unlock()
+}
+
 func (m *metrics) prefixQuery(queried, hit int) {
 	m.mu.Lock()
 	m.prefixQueries += int64(queried)

@@ -54,8 +54,9 @@ type Params struct {
 	// uniform in [EOSMinRatio*max_tokens, max_tokens]. 1 always gives
 	// max_tokens.
 	EOSMinRatio float64 `yaml:"eos_min_ratio"`
-	// DefaultMaxTokens is max_tokens when a request sets none (vLLM would
-	// use the rest of the context; the simulator caps it here).
+	// DefaultMaxTokens is max_tokens when a chat request sets none (vLLM
+	// would use the rest of the context; the simulator caps it here).
+	// Completions default to 16, as in vLLM.
 	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
 	EmbeddingDim int `yaml:"embedding_dim"`
