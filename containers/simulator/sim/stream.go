@@ -18,6 +18,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq)
 		fl.Flush()
 	}
 	sent, chunks := 0, 0
+	cw := s.newChunkWriter(j)
 	for {
 		ids, finished, reason, ok := s.await(r, sq)
 		if !ok || reason == "abort" {
@@ -56,7 +57,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq)
 			if chunks == j.fault.malformedAfter {
 				w.Write([]byte("data: {\"id\":\"" + j.id + "\",\"object\":\n\n"))
 			} else {
-				writeEvent(w, s.contentChunk(j, ids, finish, sent))
+				w.Write(cw.chunk(s.vocab.text(ids), finish, sent))
 			}
 			if fl != nil {
 				fl.Flush()
@@ -155,7 +156,8 @@ func (s *Server) chatRoleChunk(j *job) chatChunk {
 }
 
 // contentChunk is the chunk carrying ids; sent counts the tokens sent so
-// far, these included.
+// far, these included. The stream writes the same bytes with chunkWriter;
+// this is the reference it is tested against.
 func (s *Server) contentChunk(j *job, ids []int, finish string, sent int) any {
 	text := s.vocab.text(ids)
 	var fr *string
