@@ -28,25 +28,25 @@ type Logger interface {
 }
 
 type options struct {
-	model            string
-	servedModelName  string
-	maxModelLen      int
-	kvCacheSpaceGiB  int
-	ompThreadsBind   string
-	extraArgs        []string
-	env              map[string]string
-	hfTokenEnv       string // host variable the token is read from
-	hfCacheHostDir   string
-	hfCacheVolume    string
-	modelDirs        map[string]string // host dir -> container path
-	shmSizeBytes     int64
-	startupTimeout   time.Duration
-	cpuFlags         []string
-	cpuFlagsSet      bool
-	cpuInfoPath      string
-	logger           Logger
-	logTailLines     int
-	goarch           string
+	model           string
+	servedModelName string
+	maxModelLen     int
+	kvCacheSpaceGiB int
+	ompThreadsBind  string
+	extraArgs       []string
+	env             map[string]string
+	hfTokenEnv      string // host variable the token is read from
+	hfCacheHostDir  string
+	hfCacheVolume   string
+	modelDirs       map[string]string // host dir -> container path
+	shmSizeBytes    int64
+	startupTimeout  time.Duration
+	cpuFlags        []string
+	cpuFlagsSet     bool
+	cpuInfoPath     string
+	logger          Logger
+	logTailLines    int
+	goarch          string
 }
 
 func defaultOptions() options {
