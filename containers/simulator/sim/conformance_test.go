@@ -130,7 +130,7 @@ func TestStreamShape(t *testing.T) {
 			first := 0
 			if chat {
 				delta := chunks[0]["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
-				require.Equal(t, map[string]any{"role": "assistant", "content": ""}, delta)
+				require.Equal(t, map[string]any{"role": "assistant", "content": "", "reasoning_content": nil}, delta)
 				first = 1
 			}
 			content := chunks[first : len(chunks)-1]

@@ -111,7 +111,9 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	var req genRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, bad(http.StatusBadRequest, "invalid JSON body: %v", err)
+		e := newError(http.StatusBadRequest, "invalid JSON body: %v", err)
+		e.Error.Type = "Bad Request" // FastAPI's validation error, as vLLM reports it
+		return nil, &badRequest{e}
 	}
 	if req.Model != "" && req.Model != s.p.Model {
 		return nil, &badRequest{modelNotFound(req.Model)}
@@ -208,27 +210,33 @@ func (s *Server) chatPrompt(msgs []chatInMessage) ([]int, error) {
 func (s *Server) setLength(j *job, req *genRequest) error {
 	n := len(j.prompt)
 	maxLen := s.p.MaxModelLen
-	if n >= maxLen {
-		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, n)
-	}
 	want := req.MaxTokens
 	if j.chat && req.MaxCompletionTokens != nil {
 		want = req.MaxCompletionTokens
 	}
+	if want != nil && *want < 1 {
+		return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", *want)
+	}
 	var mt int
 	switch {
-	case want == nil && !j.chat:
-		// vLLM's CompletionRequest defaults max_tokens to 16, as OpenAI does.
-		mt = min(16, maxLen-n)
+	case !j.chat:
+		// vLLM's CompletionRequest defaults max_tokens to 16, as OpenAI
+		// does, and checks the prompt against what the output leaves.
+		mt = 16
+		if want != nil {
+			mt = *want
+		}
+		if n > maxLen-mt {
+			return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen-mt, n)
+		}
+	case n >= maxLen:
+		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, n)
 	case want == nil:
 		mt = min(s.p.DefaultMaxTokens, maxLen-n)
 	default:
 		mt = *want
-		if mt < 1 {
-			return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", mt)
-		}
 		if n+mt > maxLen {
-			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", mt, maxLen, n, mt, maxLen, n)
+			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d). None", mt, maxLen, n, mt, maxLen, n)
 		}
 	}
 	key := j.rid
