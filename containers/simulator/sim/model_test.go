@@ -157,19 +157,19 @@ func throughput(tb testing.TB, s *Server, base string, rate float64, out int, du
 // TestSlowdownRaisesMedianTTFT: a 1.10 slowdown raises the median TTFT by
 // 10% ± 2%, measured by a client over HTTP. Requests alternate between the
 // two servers so that the machine's load weighs on both alike, and each
-// prefill is long (~320 ms) so that what does not scale (HTTP, tokenizing,
+// prefill is long (~500 ms) so that what does not scale (HTTP, tokenizing,
 // waking the engine: a few ms on a loaded machine) is a small share.
 func TestSlowdownRaisesMedianTTFT(t *testing.T) {
 	p, err := LoadProfile("cpu-small")
 	require.NoError(t, err)
-	p.PrefillTokenUS = 500
+	p.PrefillTokenUS = 800
 	// Without jitter every sample is the same step plus overhead, so the
 	// median filters the overhead's outliers out.
 	p.Jitter = 0
 	_, base := start(t, Config{Params: &p})
 	_, slow := start(t, Config{Params: &p, Slowdown: 1.10})
 	var b, s []float64
-	for i := range 15 {
+	for i := range 11 {
 		for _, srv := range []struct {
 			url string
 			out *[]float64
