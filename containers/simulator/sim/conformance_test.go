@@ -233,3 +233,16 @@ func TestDefaults(t *testing.T) {
 		require.Contains(t, e.data, `"usage":null`)
 	}
 }
+
+// TestVocabulary: the generated words are plain, inoffensive, and each one
+// token for the tokenizer.
+func TestVocabulary(t *testing.T) {
+	tk := realTokenizer(t, fixtures.Llama3)
+	v := newVocab(tk)
+	require.Len(t, v.ids, maxVocab)
+	for _, id := range v.ids {
+		w := v.texts[id]
+		require.False(t, offensive(w), w)
+		require.Equal(t, []int{id}, tk.Encode(w, false), w)
+	}
+}

@@ -120,7 +120,7 @@ func (s *Server) pool(w http.ResponseWriter, r *http.Request, rid string, arriva
 		writeError(w, newError(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input.", s.p.MaxModelLen, len(tokens)))
 		return false
 	}
-	sq := &seq{id: rid, prompt: tokens, pooling: true, arrival: arrival, notify: make(chan struct{}, 1)}
+	sq := &seq{id: rid, prompt: tokens, promptLen: len(tokens), pooling: true, arrival: arrival, notify: make(chan struct{}, 1)}
 	s.truth.add(&seqRecord{s: sq, endpoint: r.URL.Path, wall: arrival})
 	s.eng.submit(sq)
 	for {

@@ -39,8 +39,8 @@ type Config struct {
 	// Tokenizer counts prompt tokens and spells the output. Nil means a
 	// built-in word tokenizer whose counts only approximate a real one's.
 	Tokenizer Tokenizer
-	// TruthLimit is how many recent requests keep their ground truth.
-	// Default 100000.
+	// TruthLimit is how many recent requests keep their ground truth
+	// (a few kB each). Default 10000.
 	TruthLimit int
 }
 
@@ -99,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	limit := cfg.TruthLimit
 	if limit <= 0 {
-		limit = 100000
+		limit = 10000
 	}
 	m := newMetrics(p.Model, p.MaxModelLen)
 	ctx, cancel := context.WithCancel(context.Background())
