@@ -79,6 +79,7 @@ func TestRecordedVLLM(t *testing.T) {
 		{name: "models", method: http.MethodGet, path: "/v1/models"},
 		{name: "version", method: http.MethodGet, path: "/version"},
 		{name: "health", method: http.MethodGet, path: "/health"},
+		{name: "ping", method: http.MethodGet, path: "/ping"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -142,6 +142,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v2/rerank", s.handleRerank)
 	m.HandleFunc("GET /v1/models", s.handleModels)
 	m.HandleFunc("GET /health", s.handleHealth)
+	m.HandleFunc("GET /ping", s.handleHealth)
+	m.HandleFunc("POST /ping", s.handleHealth)
 	m.HandleFunc("GET /version", s.handleVersion)
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /debug/requests/{id}", s.handleTruth)
