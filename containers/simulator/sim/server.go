@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -129,8 +130,21 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// ServeHTTP serves the simulator's endpoints.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the simulator's endpoints. During the startup delay
+// every endpoint but /metrics, /version and /debug/ answers 503, like a
+// server still loading its model.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.starting() && r.URL.Path != "/metrics" && r.URL.Path != "/version" && !strings.HasPrefix(r.URL.Path, "/debug/") {
+		writeError(w, newError(http.StatusServiceUnavailable, "The server is starting up."))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// starting reports whether the startup delay is still running.
+func (s *Server) starting() bool {
+	return time.Since(s.started) < time.Duration(s.p.StartupDelayMS*float64(time.Millisecond))
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
@@ -154,10 +168,6 @@ func (s *Server) routes() {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if time.Since(s.started) < time.Duration(s.p.StartupDelayMS*float64(time.Millisecond)) {
-		writeError(w, newError(http.StatusServiceUnavailable, "The server is starting up."))
-		return
-	}
 	w.WriteHeader(http.StatusOK)
 }
 
