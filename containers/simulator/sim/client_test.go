@@ -109,6 +109,11 @@ func TestClientPooling(t *testing.T) {
 	rr := newClient(t, client.BackendVLLMRerank, base+"/rerank")
 	rec = rr.Do(context.Background(), client.Request{Prompt: "cats", Documents: []string{"a cat", "a dog"}})
 	require.True(t, rec.Success, rec.Error)
+
+	rr.Headers = map[string]string{FaultHeader: "status=503"}
+	rec = rr.Do(context.Background(), client.Request{Prompt: "cats", Documents: []string{"a cat"}})
+	require.Equal(t, records.FailureHTTPStatus, rec.Failure)
+	require.Equal(t, 503, rec.HTTPStatus)
 }
 
 func ptrParams(p Params) *Params { return &p }
