@@ -78,6 +78,8 @@ func TestPreemptionWhenKVExhausted(t *testing.T) {
 			require.Equal(t, len(texts), len(tr.ChunkMS))
 			preemptions += tr.Preemptions
 		}
+		require.Eventually(t, func() bool { st := s.eng.snapshot(); return st.Running == 0 && st.KVUsage == 0 }, 5*time.Second, 5*time.Millisecond,
+			"every KV block is free again once all sequences are done")
 		return preemptions, s
 	}
 	// 8 sequences of ~250 tokens need ~128 blocks of 16; 40 blocks hold ~2.5.
