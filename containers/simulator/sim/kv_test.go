@@ -30,15 +30,18 @@ func TestKVCache(t *testing.T) {
 	require.Equal(t, 3, c.numFree())
 	c.release([]int{a[0]})
 
-	// Allocation evicts the unhashed block first, then the sequence's last
-	// block (h1) before its first (h0).
+	// Allocation takes the unhashed blocks first, then evicts the
+	// sequence's last block (h1) before its first (h0).
 	_, ok = c.allocate(2)
+	require.True(t, ok)
+	require.Equal(t, []int{a[0], a[1]}, c.lookup([]uint64{h0, h1}), "unhashed blocks went first")
+	_, ok = c.allocate(1)
 	require.True(t, ok)
 	require.Equal(t, []int{a[0]}, c.lookup([]uint64{h0, h1}), "h1 evicted, h0 kept")
 	_, ok = c.allocate(1)
 	require.True(t, ok)
 	require.Empty(t, c.lookup([]uint64{h0}))
-	require.InDelta(t, 0.75, c.usage(), 1e-9)
+	require.InDelta(t, 1.0, c.usage(), 1e-9)
 }
 
 func TestKVCacheNoPrefix(t *testing.T) {
