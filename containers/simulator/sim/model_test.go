@@ -110,7 +110,7 @@ func TestThroughputSaturates(t *testing.T) {
 	highStep, highSec := measure(80)
 	higherStep, _ := measure(160)
 	require.InDelta(t, 100, lowSec, 25, "below capacity, throughput follows the rate (10 req/s x 10 tokens)")
-	require.Greater(t, highSec, 2.5*lowSec, "more load, more throughput")
+	require.Greater(t, highSec, 2*lowSec, "more load, more throughput")
 	require.InDelta(t, 4, highStep, 0.4, "at 80 req/s every step runs a full batch of 4")
 	require.InDelta(t, 1, higherStep/highStep, 0.1, "past capacity, doubling the rate adds nothing")
 }
