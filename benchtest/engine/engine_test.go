@@ -129,7 +129,7 @@ func TestRunRecordsEverySample(t *testing.T) {
 		if !r.Success {
 			t.Fatalf("record %d failed: %s", i, r.Error)
 		}
-		if r.RequestID != fmt.Sprintf("t-%d", i) || r.PromptLen != 10+i || r.OutputTokens != 10 {
+		if r.RequestID != fmt.Sprintf("t-%d", i) || r.PromptLen != 10+i || r.OutputTokens != 8 {
 			t.Errorf("record %d: id %q prompt %d tokens %d", i, r.RequestID, r.PromptLen, r.OutputTokens)
 		}
 		if r.Dispatched < r.Scheduled || r.Start < r.Dispatched {
@@ -149,7 +149,7 @@ func TestRunRecordsEverySample(t *testing.T) {
 		t.Errorf("last request scheduled at %v, want N/rate = 80ms", got)
 	}
 	s := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
-	if s.Completed != 40 || s.TotalOutput != 400 {
+	if s.Completed != 40 || s.TotalOutput != 320 {
 		t.Errorf("summary completed %d output %d", s.Completed, s.TotalOutput)
 	}
 	if _, ok := s.Value("p99_ttft_ms"); !ok {
@@ -230,6 +230,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{BaseURL: "http://x", Model: "m", MaxConcurrency: -1}, "negative"},
 		{Config{BaseURL: "http://x", Model: "m", RequestRate: -3}, "request rate"},
 		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, TraceSpeed: -1}, "trace speed"},
+		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, RampUp: &RampUp{Strategy: "linear", StartRPS: 1, EndRPS: 2}}, "choose one"},
 	}
 	for _, tt := range tests {
 		_, err := Run(t.Context(), tt.cfg, samples(1))
