@@ -161,6 +161,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /version", s.handleVersion)
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /debug/requests/{id}", s.handleTruth)
+	m.HandleFunc("GET /debug/steps", s.handleSteps)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusNotFound, "Not Found: %s %s", r.Method, r.URL.Path))
 	})
