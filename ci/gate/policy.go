@@ -131,15 +131,16 @@ func DefaultPolicy() *Policy {
 }
 
 // DefaultPolicyYAML is DefaultPolicy written as a policy file.
-const DefaultPolicyYAML = `# servegate gate policy (the built-in default).
-alpha: 0.05        # significance level of each Mann-Whitney U test (p <= alpha)
-holm: false        # Holm–Bonferroni correction across the gated comparisons
-gates:                 # unit (or path.Match pattern): tolerance
-  ttft-p99-sec: 5%     # may get 5% worse; lower is better, so +5% (a signed tolerance must match)
-  goodput-req/s:       # may get 5% worse; higher is better, so -5%
+const DefaultPolicyYAML = `# servegate gate policy (the built-in default; servegate gate -print-policy).
+alpha: 0.05          # significance level of each Mann-Whitney U test: significant when p <= alpha
+confidence: 0.95     # level of the ± intervals shown; never changes the verdict
+holm: false          # Holm–Bonferroni correction across the gated comparisons
+gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
+  ttft-p99-sec: 5%   # may get 5% worse; lower is better, so +5% (a written sign must match)
+  goodput-req/s:     # may get 5% worse; higher is better, so -5%
     tolerance: 5%
-    optional: true     # reported only by scenarios that declare SLOs
-    # better: higher   # overrides the inputs' "Unit goodput-req/s better=higher"
+    optional: true   # reported only by scenarios that declare SLOs
+    # better: higher # would override the inputs' "Unit goodput-req/s better=..." line
 `
 
 // policyFile is the YAML form of a Policy.
