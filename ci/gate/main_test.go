@@ -45,6 +45,10 @@ func TestMainCrafted(t *testing.T) {
 		{name: "regression-absolute", args: args([]string{"-policy", "testdata/policy/absolute.yaml"}, pair("regression")), wantExit: ExitPass},
 		{name: "regression-holm", args: args([]string{"-holm"}, pair("regression")), wantExit: ExitRegression},
 		{name: "config-ignored", args: args([]string{"-ignore", "target"}, pair("config")), wantExit: ExitPass},
+		{name: "regression-markdown", args: args([]string{"-format", "markdown"}, pair("regression")), wantExit: ExitRegression},
+		{name: "regression-json", args: args([]string{"-format", "json"}, pair("regression")), wantExit: ExitRegression},
+		{name: "mismatched-markdown", args: args([]string{"-format", "markdown"}, pair("mismatched")), wantExit: ExitBadInput,
+			wantStderr: "gate: mismatched inputs: gated benchmarks in base but not in head: Scenarios/scenario=burst\n"},
 		{
 			name: "fewsamples", args: pair("fewsamples"), wantExit: ExitBadInput,
 			wantStderr: "gate: too few samples: 3 base and 3 head runs of Scenarios/scenario=chat-poisson ttft-p99-sec, Scenarios/scenario=burst ttft-p99-sec, " +
@@ -250,4 +254,40 @@ func TestMetadataWins(t *testing.T) {
 	stderr.Reset()
 	code = Main(context.Background(), []string{"-policy", pol, write("b3.txt", "", low...), write("h3.txt", "", high...)}, &stdout, &stderr)
 	assert.Equal(t, ExitRegression, code, stderr.String())
+}
+
+// TestAssumeExact checks that units declared "assume=exact" are compared
+// exactly, as benchstat does: one run per side suffices, any growth beyond
+// the tolerance fails, and no U test is involved.
+func TestAssumeExact(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, value string) string {
+		file := filepath.Join(dir, name)
+		text := "Unit image-bytes assume=exact better=lower\nBenchmarkImage 1 " + value + " image-bytes\n"
+		require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
+		return file
+	}
+	pol := filepath.Join(dir, "size.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte("gates:\n  image-bytes: 1%\n"), 0o644))
+	tests := []struct {
+		head     string
+		wantExit int
+		reason   string
+	}{
+		{"1000000", ExitPass, "no change (exact)"},
+		{"1005000", ExitPass, "worse: +0.50%, within tolerance +1% (exact)"},
+		{"1020000", ExitRegression, "regression: +2.00%, beyond tolerance +1% (exact)"},
+		{"900000", ExitPass, "better: -10.00% (exact)"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), []string{"-policy", pol, "-format", "json", write("base.txt", "1000000"), write("head.txt", tt.head)}, &stdout, &stderr)
+		assert.Equal(t, tt.wantExit, code, "head %s: %s", tt.head, stderr.String())
+		var rep Report
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+		require.Len(t, rep.Comparisons, 1)
+		c := rep.Comparisons[0]
+		assert.Equal(t, "exact", c.Assume)
+		assert.Equal(t, tt.reason, c.Reason, "head %s", tt.head)
+	}
 }

@@ -121,15 +121,21 @@ func judge(c *Comparison, pol *Policy, gated int) {
 	if !c.Tolerance.Relative {
 		badMove = float64(bad) * (c.Head.Center - c.Base.Center)
 	}
+	p := fmt.Sprintf("p=%.3f", c.PAdjusted)
+	if c.Assume == "exact" {
+		p = "exact"
+	}
 	switch {
 	case !c.Significant:
 		c.Verdict, c.Reason = Pass, fmt.Sprintf("no significant change (p=%.3f > α=%v)", c.PAdjusted, alpha)
+	case c.Head.Center == c.Base.Center:
+		c.Verdict, c.Reason = Pass, fmt.Sprintf("no change (%s)", p)
 	case badMove <= 0:
-		c.Verdict, c.Reason = Pass, fmt.Sprintf("better: %s (p=%.3f)", pct(c.Delta), c.PAdjusted)
+		c.Verdict, c.Reason = Pass, fmt.Sprintf("better: %s (%s)", pct(c.Delta), p)
 	case badMove <= c.Tolerance.Amount:
-		c.Verdict, c.Reason = Pass, fmt.Sprintf("worse: %s, within tolerance %s (p=%.3f)", change(c), c.Tolerance, c.PAdjusted)
+		c.Verdict, c.Reason = Pass, fmt.Sprintf("worse: %s, within tolerance %s (%s)", change(c), c.Tolerance, p)
 	default:
-		c.Verdict, c.Reason = Fail, fmt.Sprintf("regression: %s, beyond tolerance %s (p=%.3f)", change(c), c.Tolerance, c.PAdjusted)
+		c.Verdict, c.Reason = Fail, fmt.Sprintf("regression: %s, beyond tolerance %s (%s)", change(c), c.Tolerance, p)
 	}
 }
 
