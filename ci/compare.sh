@@ -9,8 +9,12 @@
 #   go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS
 #
 # COUNT times each, alternating base, head, base, head, ... so that drift of
-# the machine (thermal, noisy neighbours) hits both sides alike. The outputs
-# go to $OUT/base.txt and $OUT/head.txt and the gate compares them.
+# the machine (thermal, noisy neighbours) hits both sides alike. The go test
+# outputs go to $OUT/base.txt and $OUT/head.txt. Each run also gets its own
+# SERVEGATE_OUT directory; the full-precision bench.benchfmt servegate's
+# benchmarks write there is collected into $OUT/base.benchfmt and
+# $OUT/head.benchfmt. The gate compares the .benchfmt pair when both sides
+# wrote one (go test's output rounds to 4 digits), else the .txt pair.
 #
 # Environment (defaults in brackets):
 #   COUNT      runs per side [10]; the gate needs >= 4, a confidence interval 6
@@ -19,7 +23,10 @@
 #   BENCHTIME  -benchtime [1x]: one iteration is one full scenario run
 #   OUT        output directory [out/compare]
 #   GATE       gate command [built from this script's checkout: ci/cmd/gate]
-#   GATE_FLAGS extra gate flags, e.g. "-policy ci/policy.yaml -holm"
+#   GATE_FLAGS gate flags [-ignore image], e.g. "-policy ci/policy.yaml -holm";
+#              the image key is ignored by default because the simulator
+#              image's tag is a hash of its sources, which a pull request
+#              may change; set GATE_FLAGS="" to require equal images
 #
 # Each run is told its place through SERVEGATE_COMPARE_SIDE (base|head) and
 # SERVEGATE_COMPARE_RUN (1..COUNT).
@@ -38,16 +45,14 @@ PKGS=${PKGS:-./scenarios/...}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-1x}
 OUT=${OUT:-out/compare}
-GATE_FLAGS=${GATE_FLAGS:-}
+GATE_FLAGS=${GATE_FLAGS--ignore image}
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT=$COUNT: want a positive integer"
 
 here=$(cd "$(dirname "$0")/.." && pwd)          # the checkout holding this script
 root=$(git rev-parse --show-toplevel) || die "not in a git repository"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-: >"$OUT/base.txt"
-: >"$OUT/head.txt"
-: >"$OUT/runs.log"
+for f in base.txt head.txt base.benchfmt head.benchfmt base.log head.log runs.log; do : >"$OUT/$f"; done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/servegate-compare.XXXXXX")
 worktrees=()
@@ -87,12 +92,15 @@ fi
 
 # run SIDE DIR I: one benchmark run of one side, appended to $OUT/SIDE.txt.
 run() {
-  local side=$1 dir=$2 i=$3 status=0
+  local side=$1 dir=$2 i=$3 status=0 sgout=$tmp/out/$1-$3
   echo "run $i $side" >>"$OUT/runs.log"
-  (cd "$dir" && SERVEGATE_COMPARE_SIDE=$side SERVEGATE_COMPARE_RUN=$i \
+  mkdir -p "$sgout"
+  # shellcheck disable=SC2086 # PKGS is a word list
+  (cd "$dir" && SERVEGATE_COMPARE_SIDE=$side SERVEGATE_COMPARE_RUN=$i SERVEGATE_OUT=$sgout \
     go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS) \
     >"$tmp/run.txt" 2>"$tmp/run.err" || status=$?
   cat "$tmp/run.txt" >>"$OUT/$side.txt"
+  if [ -s "$sgout/bench.benchfmt" ]; then cat "$sgout/bench.benchfmt" >>"$OUT/$side.benchfmt"; fi
   cat "$tmp/run.txt" "$tmp/run.err" >>"$OUT/$side.log"
   if [ "$status" -ne 0 ]; then
     tail -20 "$tmp/run.txt" "$tmp/run.err" >&2
@@ -106,8 +114,11 @@ for i in $(seq 1 "$COUNT"); do
   echo "compare: run $i of $COUNT done" >&2
 done
 
+ext=txt
+if [ -s "$OUT/base.benchfmt" ] && [ -s "$OUT/head.benchfmt" ]; then ext=benchfmt; fi
+echo "compare: gating $OUT/base.$ext against $OUT/head.$ext" | tee -a "$OUT/runs.log" >&2
 status=0
 # shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
-$GATE $GATE_FLAGS -markdown "$OUT/gate.md" -json "$OUT/gate.json" "$OUT/base.txt" "$OUT/head.txt" \
+$GATE $GATE_FLAGS -markdown "$OUT/gate.md" -json "$OUT/gate.json" "$OUT/base.$ext" "$OUT/head.$ext" \
   | tee "$OUT/gate.txt" || status=${PIPESTATUS[0]}
 exit "$status"

@@ -20,7 +20,9 @@ import (
 const benchSource = `package bench
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -32,6 +34,13 @@ func BenchmarkServe(b *testing.B) {
 	}
 	b.ReportMetric(ttft*jitter, "ttft-p99-sec")
 	b.ReportMetric(10/jitter, "goodput-req/s")
+	// What servegate's benchmarks also write: full precision, one more unit.
+	if dir := os.Getenv("SERVEGATE_OUT"); dir != "" && os.Getenv("NO_BENCHFMT") == "" {
+		line := fmt.Sprintf("BenchmarkServe 1 %v ttft-p99-sec %v goodput-req/s %v e2el-p99-sec\n", ttft*jitter, 10/jitter, 2*ttft*jitter)
+		if err := os.WriteFile(filepath.Join(dir, "bench.benchfmt"), []byte(line), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 `
 
@@ -81,6 +90,9 @@ func TestCompareScript(t *testing.T) {
 		cmd := exec.Command(script, refs...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "COUNT="+count, "PKGS=./bench/...", "OUT="+out)
+		if count == "3" {
+			cmd.Env = append(cmd.Env, "NO_BENCHFMT=1") // gate go test's output instead
+		}
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -99,13 +111,14 @@ func TestCompareScript(t *testing.T) {
 	runs, err := os.ReadFile(filepath.Join(out, "runs.log"))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(runs)), "\n")
-	assert.Equal(t, []string{"run 1 base", "run 1 head", "run 2 base", "run 2 head", "run 3 base", "run 3 head", "run 4 base", "run 4 head"}, lines[1:])
+	assert.Equal(t, []string{"run 1 base", "run 1 head", "run 2 base", "run 2 head", "run 3 base", "run 3 head", "run 4 base", "run 4 head"}, lines[1:len(lines)-1])
 	var rep Report
 	data, err := os.ReadFile(filepath.Join(out, "gate.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &rep))
-	failed := 0
+	failed, units := 0, map[string]bool{}
 	for _, c := range rep.Comparisons {
+		units[c.Unit] = true
 		if c.Verdict == Fail {
 			failed++
 			assert.Equal(t, "ttft-p99-sec", c.Unit)
@@ -113,6 +126,8 @@ func TestCompareScript(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, failed, log)
+	assert.True(t, units["e2el-p99-sec"], "the gate read the collected bench.benchfmt files: %v", units)
+	assert.Contains(t, string(runs), "gating "+filepath.Join(out, "base.benchfmt"))
 	md, err := os.ReadFile(filepath.Join(out, "gate.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "servegate gate: FAIL")
@@ -126,9 +141,10 @@ func TestCompareScript(t *testing.T) {
 	assert.Equal(t, ExitPass, code, log)
 
 	// Too few runs is the gate's input error, passed through.
-	code, _, log = compare("3", base)
+	code, out, log = compare("3", base)
 	assert.Equal(t, ExitBadInput, code, log)
 	assert.Contains(t, log, "gate: too few samples: 3 base and 3 head runs")
+	assert.Contains(t, log, "compare: gating "+filepath.Join(out, "base.txt"))
 
 	// A ref that does not exist.
 	code, _, log = compare("4", "no-such-ref")

@@ -67,7 +67,10 @@ func TestWorkflowTemplate(t *testing.T) {
 		_, err := os.Stat(filepath.Join("..", "..", f))
 		assert.NoError(t, err, f)
 	}
-	policy := strings.TrimPrefix(job.Env["GATE_FLAGS"], "-policy ")
+	flags := strings.Fields(job.Env["GATE_FLAGS"])
+	require.GreaterOrEqual(t, len(flags), 2)
+	require.Equal(t, "-policy", flags[0])
+	policy := flags[1]
 	_, err = LoadPolicy(filepath.Join("..", "..", policy))
 	assert.NoError(t, err, "GATE_FLAGS policy %q", policy)
 	assert.NotEmpty(t, job.Env["COUNT"])
