@@ -19,12 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Scenario of one simulator run: a burst of simRequests chat requests
-// against a simulator with 20 ms engine steps, 8 sequences per step and 5%
-// step jitter. The 99th-percentile TTFT is that of the second wave, about
-// six steps (~130 ms), long enough that the slowdown knob shows through the
-// scheduling noise of a shared machine, short enough that a run takes about
-// a quarter of a second.
+// Scenario of one simulator run: a burst of simRequests chat requests of
+// simOutputLen tokens against a simulator with 10 ms engine steps, 4
+// sequences per step and 5% step jitter. The 99th-percentile TTFT is that
+// of the fourth wave, about sixteen steps (~160 ms): long enough that the
+// slowdown knob shows through the scheduling noise of a shared machine,
+// short enough that a run takes about a fifth of a second.
 const (
 	simRequests  = 16
 	simPromptLen = 64
