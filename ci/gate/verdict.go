@@ -121,13 +121,17 @@ func judge(c *Comparison, pol *Policy, gated int) {
 	if !c.Tolerance.Relative {
 		badMove = float64(bad) * (c.Head.Center - c.Base.Center)
 	}
-	p := fmt.Sprintf("p=%.3f", c.PAdjusted)
+	pName := "p"
+	if pol.Holm {
+		pName = "Holm-adjusted p"
+	}
+	p := fmt.Sprintf("%s=%.3f", pName, c.PAdjusted)
 	if c.Assume == "exact" {
 		p = "exact"
 	}
 	switch {
 	case !c.Significant:
-		c.Verdict, c.Reason = Pass, fmt.Sprintf("no significant change (p=%.3f > α=%v)", c.PAdjusted, alpha)
+		c.Verdict, c.Reason = Pass, fmt.Sprintf("no significant change (%s > α=%v)", p, alpha)
 	case c.Head.Center == c.Base.Center:
 		c.Verdict, c.Reason = Pass, fmt.Sprintf("no change (%s)", p)
 	case badMove <= 0:
