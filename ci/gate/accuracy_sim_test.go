@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +91,7 @@ func simulatorRun(tb testing.TB) runFunc {
 			return nil, err
 		}
 		seed++
+		runtime.GC() // as testing.B does before each run: no collection of the last run's garbage inside this one
 		res, err := engine.Run(ctx, engine.Config{
 			BaseURL:        srv.URL,
 			Backend:        "openai-chat",

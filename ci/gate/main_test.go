@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,6 +187,16 @@ func TestMainOutputs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(jsText, &rep))
 	assert.Equal(t, Fail, rep.Verdict)
+	// The JSON round-trips into a Report.
+	want, err := Run(context.Background(), Config{Base: pair("regression")[:1], Head: pair("regression")[1:]})
+	require.NoError(t, err)
+	require.Len(t, rep.Comparisons, len(want.Comparisons))
+	for i, c := range rep.Comparisons {
+		w := *want.Comparisons[i]
+		w.problem = nil
+		slices.SortFunc(w.Config, func(a, b KeyValue) int { return strings.Compare(a.Key, b.Key) })
+		assert.Equal(t, w, *c, "comparison %d", i)
+	}
 
 	for _, bad := range [][]string{{"only-one.txt"}, {"-nosuchflag", "a", "b"}} {
 		stderr.Reset()
