@@ -108,4 +108,3 @@ func (c *Comparison) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
-
