@@ -80,7 +80,9 @@ type Config struct {
 	// Headers are sent with every request.
 	Headers map[string]string
 	// LoRAModules, when set, are chosen at random per request and sent
-	// as the model.
+	// as the model. The choice is seeded by Seed; like the arrival times
+	// it follows vLLM's distribution (uniform), not Python's random
+	// stream.
 	LoRAModules []string
 	// RequestIDPrefix prefixes the index of samples that carry no
 	// RequestID; empty means "bench-<8 hex digits>-" as vLLM does.
@@ -98,6 +100,12 @@ type Config struct {
 	Progress func(done, total int)
 	// HTTPClient sends the requests; nil builds one sized for the run.
 	HTTPClient *http.Client
+	// SpinWindow is how long before each send time the dispatcher stops
+	// sleeping on a Go timer (up to about a millisecond late) and waits
+	// precisely: a thread sleep, then polling the clock for the last 100
+	// µs, which costs some CPU at high rates. 0 means 1.5 ms; a negative
+	// value uses the Go timer alone.
+	SpinWindow time.Duration
 }
 
 // A Result is what a run produced.
@@ -169,20 +177,35 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		runCtx, stop = context.WithTimeoutCause(runCtx, cfg.MaxDuration, ErrMaxDuration)
 		defer stop()
 	}
-	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, rates: nil}
+	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, spin: max(cfg.SpinWindow, 0)}
 	if sched != nil {
 		d.rates = sched.Rates
 	}
 	d.run(runCtx, res)
-	if runCtx.Err() != nil {
+	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
 	}
 	if cfg.Profile {
-		if err := profile(context.WithoutCancel(ctx), c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
+		// Stop the profiler even when the run was canceled, but do not
+		// wait forever for a server that is gone.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := profile(pctx, c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
 	return res, nil
+}
+
+// cut reports whether the stop of a run cut any request short (a deadline
+// that passes after the last request finished stops nothing).
+func cut(recs []metrics.Record) bool {
+	for i := range recs {
+		if recs[i].Unsent || recs[i].Failure == metrics.FailureCanceled {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize fills defaults and checks the configuration.
@@ -215,11 +238,17 @@ func (cfg *Config) normalize() error {
 	if cfg.MaxConcurrency < 0 || cfg.NumWarmups < 0 {
 		return errors.New("max concurrency and warm-ups must not be negative")
 	}
+	if cfg.TraceArrivals && cfg.RampUp != nil {
+		return errors.New("trace replay and ramp-up both set the arrival times; choose one")
+	}
 	if cfg.TraceSpeed == 0 {
 		cfg.TraceSpeed = 1
 	}
 	if !(cfg.TraceSpeed > 0) {
 		return fmt.Errorf("trace speed must be positive, got %v", cfg.TraceSpeed)
+	}
+	if cfg.SpinWindow == 0 {
+		cfg.SpinWindow = defaultSpinWindow
 	}
 	if cfg.ReadyInterval <= 0 {
 		cfg.ReadyInterval = 5 * time.Second

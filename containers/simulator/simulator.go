@@ -8,6 +8,9 @@
 package simulator
 
 import (
+	"context"
+	"io"
+
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
@@ -22,6 +25,9 @@ type Server = sim.Server
 
 // Truth is one request's ground truth; see sim.Truth.
 type Truth = sim.Truth
+
+// Step is one engine step of the step log; see sim.Step.
+type Step = sim.Step
 
 // Tokenizer is what the simulator needs of a tokenizer; see sim.Tokenizer.
 type Tokenizer = sim.Tokenizer
@@ -38,3 +44,10 @@ func LoadProfile(nameOrPath string) (Params, error) { return sim.LoadProfile(nam
 
 // Profiles lists the shipped profiles.
 func Profiles() []string { return sim.Profiles() }
+
+// Main runs the simulator as a command (flags, environment, serving until
+// ctx is done) and returns its exit status; see sim.Main. `servegate sim`
+// calls it.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return sim.Main(ctx, args, stdout, stderr)
+}

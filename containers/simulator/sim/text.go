@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -32,8 +33,20 @@ var wordRe = regexp.MustCompile(`^ [a-z]{3,9}$`)
 // maxVocab bounds the scan of the tokenizer's vocabulary.
 const maxVocab = 2048
 
-// newVocab scans a tokenizer for safe output tokens.
+// vocabs caches the scan per tokenizer.
+var vocabs sync.Map
+
+// newVocab scans a tokenizer for safe output tokens, once per tokenizer.
 func newVocab(tk Tokenizer) *vocab {
+	if v, ok := vocabs.Load(tk); ok {
+		return v.(*vocab)
+	}
+	v := scanVocab(tk)
+	vocabs.Store(tk, v)
+	return v
+}
+
+func scanVocab(tk Tokenizer) *vocab {
 	v := &vocab{texts: make(map[int]string)}
 	n := tk.VocabSize()
 	for id := 0; id < n && len(v.ids) < maxVocab; id++ {
@@ -41,7 +54,7 @@ func newVocab(tk Tokenizer) *vocab {
 		if !strings.HasPrefix(t, " ") {
 			t = " " + t
 		}
-		if !wordRe.MatchString(t) {
+		if !wordRe.MatchString(t) || offensive(t) {
 			continue
 		}
 		if enc := tk.Encode(t, false); len(enc) != 1 || enc[0] != id {
@@ -51,6 +64,22 @@ func newVocab(tk Tokenizer) *vocab {
 		v.texts[id] = t
 	}
 	return v
+}
+
+// blocked are word parts the simulator never generates, so that its
+// output can appear in logs and reports without embarrassment. Innocent
+// words containing them are dropped too; thousands remain.
+var blocked = strings.Fields(`porn sex fuck shit nude naked rape nigg cum dick cock puss slut whore bitch
+anal penis vagin boob tit xxx nazi kill erot fetish milf escort hentai damn hell bastard suck piss crap
+drug cocaine weed gun murder suicide terror hate racis jew islam christ gay lesb trans`)
+
+func offensive(word string) bool {
+	for _, b := range blocked {
+		if strings.Contains(word, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // text returns the text of generated ids.
