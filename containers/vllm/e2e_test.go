@@ -119,6 +119,7 @@ func TestE2EStartFailureLogs(t *testing.T) {
 	if img == "" {
 		img = vllm.LocalImage
 	}
+	t.Setenv("HF_TOKEN", "hf_e2e_not_a_real_token")
 	var logs recordingLogger
 	c, err := vllm.Run(context.Background(), img,
 		vllm.WithModel("/models/none"),
@@ -130,6 +131,8 @@ func TestE2EStartFailureLogs(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, logs.String(), "not-a-dtype", "vLLM's complaint reaches the logger")
 	assert.Contains(t, logs.String(), "vllm container log (start failed)")
+	assert.NotContains(t, logs.String(), "hf_e2e_not_a_real_token", "the token is never logged")
+	assert.NotContains(t, err.Error(), "hf_e2e_not_a_real_token", "nor in the error")
 }
 
 // recordingLogger keeps what is logged.
