@@ -1,9 +1,6 @@
 package scenario
 
-import (
-	"math"
-	"slices"
-)
+import "slices"
 
 // vllmMetrics are the numbers of vLLM's result JSON that an SLO may bound,
 // besides the mean_/median_/std_/pNN_ forms of the latency metrics.
@@ -11,21 +8,24 @@ import (
 var vllmMetrics = []string{
 	"duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
 	"request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
-	"max_output_tokens_per_s", "max_concurrent_requests",
+	"max_output_tokens_per_s", "max_concurrent_requests", "failure_ratio",
+	"failed_http_status", "failed_stream_error", "failed_timeout", "failed_transport", "failed_canceled",
 }
 
-// DerivedMetrics are the ratios servegate computes from the summary for
-// SLOs: goodput_ratio is request_goodput / request_throughput (the share of
-// requests that met slo.goodput) and fail_ratio is failed / (completed +
-// failed).
-var DerivedMetrics = []string{"goodput_ratio", "fail_ratio"}
+// extraLatency are servegate's latency metrics beside vLLM's.
+var extraLatency = []string{"queue", "schedule_lag", "e2el_with_queue"}
+
+// DerivedMetrics are computed from the summary for SLOs: goodput_ratio is
+// request_goodput / request_throughput, the share of requests that met
+// slo.goodput.
+var DerivedMetrics = []string{"goodput_ratio"}
 
 // KnownMetric reports whether an SLO may bound the metric name.
 func KnownMetric(name string) bool {
 	if slices.Contains(DerivedMetrics, name) || slices.Contains(vllmMetrics, name) {
 		return true
 	}
-	for _, m := range percentileMetrics {
+	for _, m := range append(slices.Clone(percentileMetrics), extraLatency...) {
 		for _, stat := range []string{"mean_", "median_", "std_"} {
 			if name == stat+m+"_ms" {
 				return true
@@ -33,7 +33,7 @@ func KnownMetric(name string) bool {
 		}
 	}
 	p, m, ok := percentileOf(name)
-	return ok && p > 0 && p <= 100 && slices.Contains(percentileMetrics, m)
+	return ok && p >= 0 && p <= 100 && (slices.Contains(percentileMetrics, m) || slices.Contains(extraLatency, m))
 }
 
 // WithDerived extends a summary lookup with DerivedMetrics.
@@ -50,16 +50,6 @@ func WithDerived(lookup func(name string) (float64, bool)) func(name string) (fl
 				return 0, true
 			}
 			return good / all, true
-		case "fail_ratio":
-			failed, ok1 := lookup("failed")
-			done, ok2 := lookup("completed")
-			if !ok1 || !ok2 {
-				return 0, false
-			}
-			if failed+done == 0 {
-				return math.NaN(), true
-			}
-			return failed / (failed + done), true
 		}
 		return lookup(name)
 	}

@@ -200,7 +200,7 @@ type Metrics struct {
 	// PercentileMetrics are the metrics with percentiles: any of ttft,
 	// tpot, itl, e2el. Default ttft, tpot, itl (vLLM's).
 	PercentileMetrics []string `yaml:"percentile_metrics"`
-	// Percentiles are in (0, 100]. Default 99.
+	// Percentiles are in [0, 100]. Default 99.
 	Percentiles []float64 `yaml:"percentiles"`
 }
 

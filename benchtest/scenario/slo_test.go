@@ -35,8 +35,8 @@ func TestBoundHolds(t *testing.T) {
 }
 
 func TestSLOCheck(t *testing.T) {
-	slo := SLO{Bounds: []Bound{{"p99_ttft_ms", "<=", 800}, {"failed", "==", 0}, {"p95_itl_ms", "<=", 5}, {"goodput_ratio", ">=", 0.9}, {"fail_ratio", "<=", 0.01}}}
-	summary := map[string]float64{"p99_ttft_ms": 900, "failed": 0, "completed": 10, "request_goodput": 4.5, "request_throughput": 5}
+	slo := SLO{Bounds: []Bound{{"p99_ttft_ms", "<=", 800}, {"failed", "==", 0}, {"p95_itl_ms", "<=", 5}, {"goodput_ratio", ">=", 0.9}, {"failure_ratio", "<=", 0.01}}}
+	summary := map[string]float64{"p99_ttft_ms": 900, "failed": 0, "completed": 10, "failure_ratio": 0, "request_goodput": 4.5, "request_throughput": 5}
 	lookup := WithDerived(func(name string) (float64, bool) { v, ok := summary[name]; return v, ok })
 	vs := slo.Check(lookup)
 	assert.Equal(t, []Verdict{
@@ -50,10 +50,10 @@ func TestSLOCheck(t *testing.T) {
 }
 
 func TestKnownMetric(t *testing.T) {
-	for _, m := range []string{"p99_ttft_ms", "p99.9_itl_ms", "p100_e2el_ms", "mean_tpot_ms", "median_e2el_ms", "std_ttft_ms", "failed", "request_goodput", "goodput_ratio", "fail_ratio", "output_throughput"} {
+	for _, m := range []string{"p99_ttft_ms", "p99.9_itl_ms", "p100_e2el_ms", "mean_tpot_ms", "median_e2el_ms", "std_ttft_ms", "failed", "request_goodput", "goodput_ratio", "failure_ratio", "p99_schedule_lag_ms", "mean_queue_ms", "failed_timeout", "output_throughput"} {
 		assert.True(t, KnownMetric(m), m)
 	}
-	for _, m := range []string{"p101_ttft_ms", "p0_ttft_ms", "p99_ttft", "ttft", "p99_foo_ms", "mean_ttft_sec", ""} {
+	for _, m := range []string{"p101_ttft_ms", "p-1_ttft_ms", "p99_ttft", "ttft", "p99_foo_ms", "mean_ttft_sec", ""} {
 		assert.False(t, KnownMetric(m), m)
 	}
 }

@@ -259,8 +259,8 @@ func (sc *Scenario) validateSLO() error {
 }
 
 func checkPercentile(p float64) error {
-	if math.IsNaN(p) || p <= 0 || p > 100 {
-		return fmt.Errorf("percentile must be in (0, 100], got %v", p)
+	if math.IsNaN(p) || p < 0 || p > 100 {
+		return fmt.Errorf("percentile must be in [0, 100], got %v", p)
 	}
 	return nil
 }
