@@ -46,7 +46,7 @@ var rateMetrics = []struct {
 	{"total_token_throughput", "total-tok/s", Higher},
 	{"max_output_tokens_per_s", "peak-tok/s", Higher},
 	{"goodput_ratio", "goodput-ratio", Higher},
-	{"fail_ratio", "fail-ratio", Lower},
+	{"failure_ratio", "fail-ratio", Lower},
 }
 
 // BenchMetrics converts a run's summary into benchstat values. lookup

@@ -32,7 +32,7 @@ func summary() map[string]float64 {
 		"mean_tpot_ms": 2.5, "median_tpot_ms": 2.25, "p99_tpot_ms": 3.75,
 		"mean_e2el_ms": 100, "median_e2el_ms": 90,
 		"request_throughput": 3.9876543210987, "output_throughput": 255.5, "total_token_throughput": 1000.25,
-		"request_goodput": 3.5, "goodput_ratio": 0.8777, "fail_ratio": 0,
+		"request_goodput": 3.5, "goodput_ratio": 0.8777, "failure_ratio": 0,
 	}
 }
 
