@@ -46,8 +46,9 @@ func EnvFromOS() Env {
 }
 
 // Override returns a copy of sc with the environment's overrides applied
-// and validated. When the kind changes, the file's target args, env and
-// profile (written for the other kind) are dropped.
+// and validated. When the kind changes, the file's image is dropped, and so
+// are its args, env and profile unless both kinds are the simulator (sim
+// and inproc take the same profiles and knobs).
 func (sc *Scenario) Override(e Env) (*Scenario, error) {
 	out := *sc
 	t := &out.Target
@@ -60,7 +61,10 @@ func (sc *Scenario) Override(e Env) (*Scenario, error) {
 			return nil, fmt.Errorf("%s: must be one of %s; got %q", EnvTarget, oneOf(targetKinds), kind)
 		}
 		if kind != t.Kind {
-			t.Args, t.Env, t.Profile, t.Image = nil, nil, "", ""
+			if !(isSimulator(kind) && isSimulator(t.Kind)) {
+				t.Args, t.Env, t.Profile = nil, nil, ""
+			}
+			t.Image = ""
 			if t.Kind == TargetURL {
 				t.URL = ""
 			}
@@ -87,3 +91,5 @@ func (sc *Scenario) Override(e Env) (*Scenario, error) {
 	}
 	return &out, nil
 }
+
+func isSimulator(kind string) bool { return kind == TargetSim || kind == TargetInproc }

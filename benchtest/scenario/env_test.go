@@ -21,6 +21,8 @@ func TestOverride(t *testing.T) {
 		{name: "none", env: Env{}, want: sc.Target},
 		{name: "same kind keeps args", env: Env{Target: "sim", Image: "img:2"},
 			want: Target{Kind: "sim", Profile: "cpu-small", Args: []string{"--slowdown=1.1"}, Image: "img:2", StartTimeout: sc.Target.StartTimeout}},
+		{name: "inproc keeps the simulator profile", env: Env{Target: "inproc"},
+			want: Target{Kind: "inproc", Profile: "cpu-small", Args: []string{"--slowdown=1.1"}, StartTimeout: sc.Target.StartTimeout}},
 		{name: "url alone selects url", env: Env{URL: "http://127.0.0.1:9"},
 			want: Target{Kind: "url", URL: "http://127.0.0.1:9", StartTimeout: sc.Target.StartTimeout}},
 		{name: "vllm with model", env: Env{Target: "vllm", Model: "m"},
