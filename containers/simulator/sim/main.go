@@ -11,8 +11,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/servegate/servegate/benchtest/tokenizer"
 )
 
 // knobFlag is a flag.Value that remembers the text it was given, applied to
@@ -108,12 +106,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := Config{Params: &p}
 	if opts.Tokenizer != "" {
-		tk, err := tokenizer.FromFile(opts.Tokenizer)
+		tk, closeTk, err := loadTokenizer(opts.Tokenizer)
 		if err != nil {
 			fmt.Fprintf(stderr, "servegate sim: %v\n", err)
 			return 2
 		}
-		defer tk.Close()
+		defer closeTk()
 		cfg.Tokenizer = tk
 	}
 	srv, err := New(cfg)
