@@ -2,6 +2,8 @@ package benchtest
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -80,4 +82,8 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+func decodeJSON(r io.Reader, v any) error {
+	return json.NewDecoder(r).Decode(v)
 }
