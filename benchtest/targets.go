@@ -3,8 +3,8 @@ package benchtest
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 
