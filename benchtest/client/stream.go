@@ -40,6 +40,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 		cumulative = 0
 		perChunk   = true
 		chunkToks  []int
+		scratch    []byte
 	)
 	for {
 		ev, err := sse.next()
@@ -66,7 +67,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			continue
 		}
 		n := len(text)
-		ch, t, err := parseChunk(data, text)
+		ch, t, err := parseChunk(data, text, &scratch)
 		text = t
 		if err != nil {
 			rec.Failure = metrics.FailureStream

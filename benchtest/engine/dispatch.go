@@ -14,13 +14,13 @@ import (
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
-// spinWindow is how long before a send time the dispatcher stops sleeping
-// on a timer and polls the clock instead. Go timers can wake up to a
-// millisecond late (the runtime's poller sleeps in whole milliseconds), so
-// the last stretch is spent yielding in a loop: it costs some CPU at high
-// rates and buys sub-millisecond send times. Tests that fake time set it to
-// 0.
-var spinWindow = 1500 * time.Microsecond
+// defaultSpinWindow is how long before a send time the dispatcher stops
+// sleeping on a timer and polls the clock instead. Go timers can wake up
+// to a millisecond late (the runtime's poller sleeps in whole
+// milliseconds), so the last stretch is spent yielding in a loop: it costs
+// CPU at high rates (up to one core when requests are less than the window
+// apart) and buys sub-millisecond send times.
+const defaultSpinWindow = 1500 * time.Microsecond
 
 // A dispatcher sends the requests of a run at their scheduled times.
 type dispatcher struct {
@@ -29,6 +29,7 @@ type dispatcher struct {
 	reqs    []client.Request
 	offsets []time.Duration
 	rates   []float64
+	spin    time.Duration
 
 	mu   sync.Mutex
 	done int
@@ -56,7 +57,7 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 	}
 	var wg sync.WaitGroup
 	for i := range d.reqs {
-		if err := sleepUntil(ctx, epoch.Add(d.offsets[i])); err != nil {
+		if err := sleepUntil(ctx, epoch.Add(d.offsets[i]), d.spin); err != nil {
 			for j := i; j < n; j++ {
 				res.Records[j] = d.unsent(j, "not sent: run stopped before its scheduled time")
 			}
@@ -128,9 +129,9 @@ func (d *dispatcher) progress() {
 }
 
 // sleepUntil waits until t on the monotonic clock: on a timer until
-// spinWindow before t, then yielding in a loop. It returns the context's
-// error if ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) error {
+// spin before t, then yielding in a loop. It returns the context's error if
+// ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time, spinWindow time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func PercentileWord(p float64) string {
 func (s *Summary) Value(name string) (float64, bool) {
 	switch name {
 	case "duration":
-		return s.Duration.Seconds(), true
+		return seconds(s.Duration), true
 	case "completed":
 		return float64(s.Completed), true
 	case "failed":

@@ -126,7 +126,7 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 		lats[i] = seconds(r.Latency)
 	}
 	var o object
-	o.set("duration", s.Duration.Seconds())
+	o.set("duration", seconds(s.Duration))
 	o.set("completed", s.Completed)
 	if pooling {
 		o.set("total_input_tokens", s.TotalInput)

@@ -88,7 +88,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		OutputLens:     make([]int, len(records)),
 		records:        records,
 	}
-	dur := duration.Seconds()
+	dur := seconds(duration)
 	var ttfts, tpots, allTPOTs, itls, e2els, queues, lags, e2elq []float64
 	for i := range records {
 		r := &records[i]
