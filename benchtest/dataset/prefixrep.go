@@ -54,7 +54,7 @@ func loadPrefixRepetition(ctx context.Context, s Spec, tok *tokenizer.Tokenizer)
 		return nil, err
 	}
 	if !s.DisableShuffle {
-		shuffle(newRNG(s.Seed, streamShuffle), samples)
+		pyShuffle(newPyRandom(s.Seed), samples)
 	}
 	for i := range samples {
 		samples[i].RequestID = s.RequestIDPrefix + strconv.Itoa(i)

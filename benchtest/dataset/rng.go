@@ -2,11 +2,12 @@ package dataset
 
 import "math/rand/v2"
 
-// Streams of randomness. Each use gets its own generator derived from the
-// seed, so adding a draw in one place never shifts another's stream. The
-// generators are PCG (math/rand/v2); vLLM uses numpy's PCG64 behind
-// SeedSequence and Python's Mersenne Twister, whose streams are not
-// reproduced here: same algorithms and distributions, different draws.
+// Streams of randomness for the draws vLLM makes with numpy. Each use gets
+// its own PCG generator (math/rand/v2) derived from the seed, so adding a
+// draw in one place never shifts another's stream. numpy's streams (PCG64
+// behind SeedSequence, the legacy MT19937) are not reproduced: same
+// algorithms and distributions, different draws. Draws vLLM makes with
+// Python's random module use pyRandom, which is reproduced exactly.
 const (
 	streamMain uint64 = iota + 0x5eed
 	streamShuffle
@@ -34,13 +35,4 @@ func integers(r *rand.Rand, low, high, n int) []int {
 		out[i] = low + r.IntN(high-low)
 	}
 	return out
-}
-
-// shuffle permutes xs in place with Fisher-Yates from the end, as Python's
-// random.shuffle does.
-func shuffle[T any](r *rand.Rand, xs []T) {
-	for i := len(xs) - 1; i > 0; i-- {
-		j := r.IntN(i + 1)
-		xs[i], xs[j] = xs[j], xs[i]
-	}
 }

@@ -84,7 +84,7 @@ func loadShareGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Samp
 		return nil, fileErr(s.Path, 0, "no entry with two or more conversation turns (%d entries)", total)
 	}
 	if !s.DisableShuffle {
-		shuffle(newRNG(s.Seed, streamShuffle), convs)
+		pyShuffle(newPyRandom(s.Seed), convs)
 	}
 	fixed := s.ShareGPT.OutputLen > 0
 	var samples []Sample

@@ -81,7 +81,7 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 	numInput := int(math.RoundToEven(float64(p.InputLen-baseOffset) / avg))
 	numPrefix := max(int(math.RoundToEven(float64(p.PrefixLen-baseOffset)/avg)), 0)
 	prefix := strings.Join(lines[:min(numPrefix, len(lines))], "")
-	r := newRNG(s.Seed, streamMain)
+	r := newPyRandom(s.Seed)
 	var samples []Sample
 	for rejects := 0; len(samples) < s.NumPrompts; {
 		if err := ctx.Err(); err != nil {
@@ -91,7 +91,7 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 		b.WriteString(sonnetBase)
 		b.WriteString(prefix)
 		for range numInput - numPrefix {
-			b.WriteString(lines[r.IntN(len(lines))])
+			b.WriteString(lines[int(r.random()*float64(len(lines)))])
 		}
 		prompt := b.String()
 		formatted, err := cfg.userTurn(prompt)

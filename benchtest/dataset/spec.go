@@ -26,11 +26,17 @@ var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, 
 // random prompts of 1,024 tokens with 128 output tokens, seed 0. Every field
 // left zero takes vLLM v0.13's default, written beside it.
 //
-// Randomness: every choice (lengths, offsets, shuffles, oversampling) comes
-// from Go's math/rand/v2 PCG generator seeded with Seed. The algorithms and
-// distributions are vLLM's, but the random stream is not numpy's or Python's,
-// so the same seed selects different prompts than vLLM does; for a fixed seed
-// servegate's output is identical from run to run, byte for byte.
+// Randomness. Where vLLM draws from Python's random module after
+// random.seed(seed) — the shuffle of sharegpt, custom and spec_bench rows,
+// oversampling, sonnet's line draws, prefix_repetition's final shuffle —
+// servegate runs the same Mersenne Twister seeded the same way, so the same
+// seed selects the same rows in the same order as vllm bench serve. Where
+// vLLM draws from numpy (random and random-rerank lengths, offsets and
+// fix-up tokens; burstgpt's row sample; prefix_repetition's token ids),
+// servegate uses Go's PCG generator (math/rand/v2) seeded with Seed: the
+// algorithm and distributions are vLLM's, the stream is not numpy's, so
+// those prompts differ from vLLM's for the same seed. Either way a fixed
+// seed gives the same samples from run to run, byte for byte.
 type Spec struct {
 	// Name is the dataset: one of Names. Default: random.
 	Name string
