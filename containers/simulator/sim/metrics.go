@@ -21,6 +21,9 @@ type metrics struct {
 	success        map[string]int64 // by finished_reason
 	ttft, itl, e2e *histogram
 	queue          *histogram
+	prefill        *histogram
+	decode         *histogram
+	inference      *histogram
 	promptHist     *histogram
 	genHist        *histogram
 }
@@ -42,6 +45,9 @@ func newMetrics(model string) *metrics {
 		itl:        newHistogram(itlBuckets),
 		e2e:        newHistogram(e2eBuckets),
 		queue:      newHistogram(e2eBuckets),
+		prefill:    newHistogram(e2eBuckets),
+		decode:     newHistogram(e2eBuckets),
+		inference:  newHistogram(e2eBuckets),
 		promptHist: newHistogram(tokenBuckets),
 		genHist:    newHistogram(tokenBuckets),
 	}
@@ -60,9 +66,14 @@ func (m *metrics) preemption() {
 	m.mu.Unlock()
 }
 
-func (m *metrics) generated() {
+// generated counts one output token; the first token of a request also
+// counts its prompt as processed.
+func (m *metrics) generated(first bool, prompt int) {
 	m.mu.Lock()
 	m.genTokens++
+	if first {
+		m.promptTokens += int64(prompt)
+	}
 	m.mu.Unlock()
 }
 
@@ -70,7 +81,6 @@ func (m *metrics) generated() {
 func (m *metrics) finished(t *truthData, prompt int, reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.promptTokens += int64(prompt)
 	m.promptHist.observe(float64(prompt))
 	m.genHist.observe(float64(len(t.TokenTimes)))
 	if reason != "" && reason != "abort" {
@@ -85,6 +95,13 @@ func (m *metrics) finished(t *truthData, prompt int, reason string) {
 	}
 	if t.FirstScheduled > 0 {
 		m.queue.observe(t.FirstScheduled.Seconds())
+		if t.Finished > 0 {
+			m.inference.observe((t.Finished - t.FirstScheduled).Seconds())
+		}
+		if len(t.TokenTimes) > 0 {
+			m.prefill.observe((t.TokenTimes[0] - t.FirstScheduled).Seconds())
+			m.decode.observe((t.TokenTimes[len(t.TokenTimes)-1] - t.TokenTimes[0]).Seconds())
+		}
 	}
 }
 
@@ -115,6 +132,9 @@ func (m *metrics) write(w io.Writer, st engineStats) {
 	m.itl.write(w, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbl)
 	m.e2e.write(w, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", lbl)
 	m.queue.write(w, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", lbl)
+	m.prefill.write(w, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", lbl)
+	m.decode.write(w, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", lbl)
+	m.inference.write(w, "vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", lbl)
 	m.promptHist.write(w, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", lbl)
 	m.genHist.write(w, "vllm:request_generation_tokens", "Number of generation tokens processed.", lbl)
 }
