@@ -17,9 +17,13 @@ type chunk struct {
 	// role is true when choices[0].delta carries a "role" (chat's first,
 	// role-only chunk).
 	role bool
-	// textLen is the number of text bytes choices[0] added (text, or
-	// delta content / reasoning).
+	// textLen is the number of text bytes choices[0] added (completions
+	// text or chat delta content).
 	textLen int
+	// reasoning is true when the chat delta carries non-empty reasoning
+	// ("reasoning_content" or "reasoning"), output that vLLM times but
+	// does not add to the generated text.
+	reasoning bool
 	// usage is true when the event has a "usage" object; completion and
 	// prompt are its token counts (-1 when absent).
 	usage              bool
@@ -138,8 +142,18 @@ func (s *jsonScanner) choices(c *chunk, text []byte) ([]byte, error) {
 				}
 				return s.object(func(k []byte) error {
 					switch string(k) {
-					case "content", "reasoning_content", "reasoning":
+					case "content":
 						return s.text(c, &text)
+					case "reasoning_content", "reasoning":
+						if s.peek() == '"' {
+							st := s.i
+							if err := s.skipStr(); err != nil {
+								return err
+							}
+							c.reasoning = c.reasoning || s.i-st > 2
+							return nil
+						}
+						return s.skip()
 					case "role":
 						c.role = true
 					}

@@ -179,15 +179,30 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		d.rates = sched.Rates
 	}
 	d.run(runCtx, res)
-	if runCtx.Err() != nil {
+	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
 	}
 	if cfg.Profile {
-		if err := profile(context.WithoutCancel(ctx), c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
+		// Stop the profiler even when the run was canceled, but do not
+		// wait forever for a server that is gone.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := profile(pctx, c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
 	return res, nil
+}
+
+// cut reports whether the stop of a run cut any request short (a deadline
+// that passes after the last request finished stops nothing).
+func cut(recs []metrics.Record) bool {
+	for i := range recs {
+		if recs[i].Unsent || recs[i].Failure == metrics.FailureCanceled {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize fills defaults and checks the configuration.
@@ -219,6 +234,9 @@ func (cfg *Config) normalize() error {
 	}
 	if cfg.MaxConcurrency < 0 || cfg.NumWarmups < 0 {
 		return errors.New("max concurrency and warm-ups must not be negative")
+	}
+	if cfg.TraceArrivals && cfg.RampUp != nil {
+		return errors.New("trace replay and ramp-up both set the arrival times; choose one")
 	}
 	if cfg.TraceSpeed == 0 {
 		cfg.TraceSpeed = 1

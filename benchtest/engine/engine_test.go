@@ -230,6 +230,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{BaseURL: "http://x", Model: "m", MaxConcurrency: -1}, "negative"},
 		{Config{BaseURL: "http://x", Model: "m", RequestRate: -3}, "request rate"},
 		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, TraceSpeed: -1}, "trace speed"},
+		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, RampUp: &RampUp{Strategy: "linear", StartRPS: 1, EndRPS: 2}}, "choose one"},
 	}
 	for _, tt := range tests {
 		_, err := Run(t.Context(), tt.cfg, samples(1))
