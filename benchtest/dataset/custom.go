@@ -167,7 +167,7 @@ func promptRows(ctx context.Context, s Spec, tok *tokenizer.Tokenizer, path stri
 		}
 		x := Sample{
 			Prompt:    prompt,
-			PromptLen: len(tok.Encode(prompt, true)),
+			PromptLen: countTokens(tok, prompt, true),
 			OutputLen: outputLen,
 			RequestID: s.RequestIDPrefix + strconv.Itoa(i),
 		}

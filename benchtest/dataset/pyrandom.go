@@ -7,7 +7,8 @@ package dataset
 // the same generator here selects the same rows in the same order as vLLM
 // for the same seed (sharegpt, custom, spec_bench, oversampling and the final
 // shuffle of prefix_repetition). numpy's generators, which vLLM uses for
-// token ids and lengths, are not reproduced (see newRNG).
+// token ids and lengths, are reproduced in numpy.go and, for numpy's
+// legacy RandomState (the same MT19937, seeded differently), below.
 type pyRandom struct {
 	mt  [mtN]uint32
 	idx int
@@ -113,4 +114,65 @@ func pyShuffle[T any](r *pyRandom, xs []T) {
 		j := r.below(i + 1)
 		xs[i], xs[j] = xs[j], xs[i]
 	}
+}
+
+// newNPLegacy returns numpy's legacy RandomState(seed) (np.random.seed(seed),
+// pandas' random_state=seed): the same Mersenne Twister seeded with
+// init_genrand on the seed's low 32 bits. numpy rejects seeds outside
+// [0, 2^32); here they are reduced to their low 32 bits.
+func newNPLegacy(seed int64) *pyRandom {
+	r := &pyRandom{}
+	r.initGenrand(uint32(seed))
+	return r
+}
+
+// legacyRandInt is RandomState.randint(low, high, size=n) for high - low
+// <= 2^32: masked rejection sampling on 32-bit outputs.
+func legacyRandInt(r *pyRandom, low, high, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = low + int(r.masked(uint32(high-low-1)))
+	}
+	return out
+}
+
+// masked draws uniformly from [0, max] by masking 32-bit outputs to the
+// smallest all-ones mask covering max and rejecting values above it (numpy's
+// random_interval and bounded masked draws).
+func (r *pyRandom) masked(max uint32) uint32 {
+	if max == 0 {
+		return 0
+	}
+	mask := max
+	for s := 1; s < 32; s <<= 1 {
+		mask |= mask >> s
+	}
+	for {
+		if v := r.uint32() & mask; v <= max {
+			return v
+		}
+	}
+}
+
+// legacyPermutation is RandomState.permutation(n).
+func legacyPermutation(r *pyRandom, n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	for i := n - 1; i > 0; i-- {
+		j := int(r.masked(uint32(i)))
+		p[i], p[j] = p[j], p[i]
+	}
+	return p
+}
+
+// pandasSample is the row positions DataFrame.sample(n, random_state=seed,
+// replace=replace) picks from len rows.
+func pandasSample(seed int64, rows, n int, replace bool) []int {
+	r := newNPLegacy(seed)
+	if replace {
+		return legacyRandInt(r, 0, rows, n)
+	}
+	return legacyPermutation(r, rows)[:n]
 }

@@ -37,3 +37,19 @@ func TestPyRandomMatchesCPython(t *testing.T) {
 	r = newPyRandom(3)
 	assert.Equal(t, []float64{0.23796462709189137, 0.5442292252959519}, []float64{r.random(), r.random()})
 }
+
+// Expected values printed by numpy 2.4.6 and pandas:
+//
+//	np.random.seed(0); np.random.randint(0, 128000, size=5); np.random.randint(0, 10, size=5)
+//	np.random.RandomState(3).permutation(10)
+//	df = pd.DataFrame({"a": range(6)})
+//	df.sample(n=6, random_state=3); df.sample(n=4, random_state=3); df.sample(n=8, random_state=3, replace=True)
+func TestNPLegacyMatchesNumpy(t *testing.T) {
+	r := newNPLegacy(0)
+	assert.Equal(t, []int{68268, 43567, 42613, 117952, 45891}, legacyRandInt(r, 0, 128000, 5))
+	assert.Equal(t, []int{3, 7, 9, 3, 5}, legacyRandInt(r, 0, 10, 5))
+	assert.Equal(t, []int{5, 4, 1, 2, 9, 6, 7, 0, 3, 8}, legacyPermutation(newNPLegacy(3), 10))
+	assert.Equal(t, []int{3, 5, 4, 1, 0, 2}, pandasSample(3, 6, 6, false))
+	assert.Equal(t, []int{3, 5, 4, 1}, pandasSample(3, 6, 4, false))
+	assert.Equal(t, []int{2, 0, 1, 3, 0, 0, 0, 5}, pandasSample(3, 6, 8, true))
+}

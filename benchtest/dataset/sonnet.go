@@ -66,7 +66,7 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 	}
 	total := 0
 	for _, l := range lines {
-		total += len(tok.Encode(l, true))
+		total += countTokens(tok, l, true)
 	}
 	avg := float64(total) / float64(len(lines))
 	baseFmt, err := cfg.userTurn(sonnetBase)
@@ -74,7 +74,7 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 		return nil, err
 	}
 	p := s.Sonnet
-	baseOffset := len(tok.Encode(baseFmt, true))
+	baseOffset := countTokens(tok, baseFmt, true)
 	if p.InputLen <= baseOffset {
 		return nil, fmt.Errorf("input length %d must be higher than the base prompt length (%d)", p.InputLen, baseOffset)
 	}
@@ -98,7 +98,7 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 		if err != nil {
 			return nil, err
 		}
-		n := len(tok.Encode(formatted, true))
+		n := countTokens(tok, formatted, true)
 		if n > p.InputLen {
 			if rejects++; rejects == maxSonnetRejects {
 				return nil, fileErr(s.Path, 0, "%d draws in a row gave prompts longer than the input length %d; raise it", rejects, p.InputLen)

@@ -26,17 +26,21 @@ var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, 
 // random prompts of 1,024 tokens with 128 output tokens, seed 0. Every field
 // left zero takes vLLM v0.13's default, written beside it.
 //
-// Randomness. Where vLLM draws from Python's random module after
-// random.seed(seed) — the shuffle of sharegpt, custom and spec_bench rows,
-// oversampling, sonnet's line draws, prefix_repetition's final shuffle —
-// servegate runs the same Mersenne Twister seeded the same way, so the same
-// seed selects the same rows in the same order as vllm bench serve. Where
-// vLLM draws from numpy (random and random-rerank lengths, offsets and
-// fix-up tokens; burstgpt's row sample; prefix_repetition's token ids),
-// servegate uses Go's PCG generator (math/rand/v2) seeded with Seed: the
-// algorithm and distributions are vLLM's, the stream is not numpy's, so
-// those prompts differ from vLLM's for the same seed. Either way a fixed
-// seed gives the same samples from run to run, byte for byte.
+// Randomness. servegate reproduces the generators vLLM v0.13 draws from,
+// seeded the same way: numpy's default_rng (PCG64 behind SeedSequence, with
+// Generator.integers' bounded draws) for random and random-rerank, numpy's
+// legacy RandomState (MT19937) for prefix_repetition's token ids and
+// burstgpt's pandas row sample, and CPython's random (MT19937) for the
+// shuffles of sharegpt, custom and spec_bench, oversampling, sonnet's line
+// draws and prefix_repetition's final shuffle. With the same tokenizer,
+// chat template and seed, the samples are vllm bench serve's byte for byte
+// (testdata/vllm_*.json, written by fixtures/datasets/crosscheck.py, holds
+// vLLM's output; the tests compare). The exceptions are servegate's own
+// additions: the seed is honoured for custom and spec_bench (vLLM always
+// uses 0 there, which is servegate's default), negative seeds are taken as
+// their absolute value, DisableShuffle applies to burstgpt, and the
+// extensions listed on each field. A fixed seed gives the same samples from
+// run to run.
 type Spec struct {
 	// Name is the dataset: one of Names. Default: random.
 	Name string
@@ -46,6 +50,8 @@ type Spec struct {
 	NumPrompts int
 	// Seed seeds every random choice. Default: 0. vLLM ignores the seed for
 	// custom and spec_bench (always 0); servegate honours it everywhere.
+	// burstgpt and prefix_repetition use its low 32 bits, as numpy's legacy
+	// generator only takes seeds below 2^32.
 	Seed int64
 	// Path is the dataset file (sharegpt JSON, custom or spec_bench JSONL,
 	// burstgpt CSV, sonnet text). Unused by random, random-rerank and
@@ -194,8 +200,8 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 	if tok == nil {
 		return nil, fmt.Errorf("load %s dataset: no tokenizer", s.Name)
 	}
-	if s.TraceSpeed < 0 {
-		return nil, fmt.Errorf("load %s dataset: trace speed %v must be positive", s.Name, s.TraceSpeed)
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 	}
 	if s.TokenizerConfig == nil {
 		cfg, err := configBeside(tok.Name())
@@ -232,6 +238,21 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 		return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 	}
 	return samples, nil
+}
+
+// validate checks the fields every dataset shares.
+func (s Spec) validate() error {
+	switch {
+	case s.NumPrompts < 0 && s.Name != Custom && s.Name != SpecBench:
+		return fmt.Errorf("num prompts %d must be positive (only custom and spec_bench take a negative count for every row)", s.NumPrompts)
+	case s.TraceSpeed <= 0:
+		return fmt.Errorf("trace speed %v must be positive", s.TraceSpeed)
+	case s.TraceReplay && s.Name != Custom && s.Name != BurstGPT:
+		return fmt.Errorf("trace replay needs arrival times, which only burstgpt (Timestamp) and custom (\"timestamp\") carry")
+	case s.Random.BatchSize < 1:
+		return fmt.Errorf("batch size %d must be at least 1", s.Random.BatchSize)
+	}
+	return nil
 }
 
 // openAICompatible are the backends vLLM sends through its OpenAI
