@@ -310,6 +310,7 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			continue
 		}
 		if s.pooling {
+			e.metrics.pooled(len(s.prompt))
 			s.state = seqDone
 			e.running = remove(e.running, s)
 			e.free(s)

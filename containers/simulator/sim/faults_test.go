@@ -50,6 +50,17 @@ func TestFaultHeader(t *testing.T) {
 			require.GreaterOrEqual(t, at[2]-at[1], 300*time.Millisecond, "the third chunk comes after the stall")
 			require.GreaterOrEqual(t, tr.ChunkMS[2]-tr.ChunkMS[1], 300.0)
 		}},
+		{"error_after=2", func(t *testing.T, r streamResult, tr Truth) {
+			require.True(t, r.done())
+			texts, _ := r.content(t)
+			require.Len(t, texts, 2)
+			var e struct {
+				Error errorInfo `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.events[2].data), &e))
+			require.Equal(t, 500, e.Error.Code)
+			require.Equal(t, "InternalServerError", e.Error.Type)
+		}},
 		{"malformed_after=1", func(t *testing.T, r streamResult, tr Truth) {
 			require.True(t, r.done())
 			var v map[string]any

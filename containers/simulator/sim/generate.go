@@ -111,7 +111,9 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	var req genRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, bad(http.StatusBadRequest, "invalid JSON body: %v", err)
+		e := newError(http.StatusBadRequest, "invalid JSON body: %v", err)
+		e.Error.Type = "Bad Request" // FastAPI's validation error, as vLLM reports it
+		return nil, &badRequest{e}
 	}
 	if req.Model != "" && req.Model != s.p.Model {
 		return nil, &badRequest{modelNotFound(req.Model)}
@@ -124,8 +126,9 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	}
 	j := &job{chat: chat, rid: s.requestID(r), created: time.Now().Unix(), stream: req.Stream}
 	if req.StreamOptions != nil {
+		// As in vLLM, continuous usage stats need include_usage too.
 		j.includeUsage = req.StreamOptions.IncludeUsage
-		j.continuous = req.StreamOptions.ContinuousUsageStats
+		j.continuous = j.includeUsage && req.StreamOptions.ContinuousUsageStats
 	}
 	if chat {
 		j.id = "chatcmpl-" + j.rid
@@ -202,26 +205,38 @@ func (s *Server) chatPrompt(msgs []chatInMessage) ([]int, error) {
 // setLength checks the context length and draws the output length: exactly
 // max_tokens with ignore_eos, else uniform in [eos_min_ratio*max_tokens,
 // max_tokens] (a draw short of max_tokens ends with finish_reason "stop").
+// Without max_tokens, completions get vLLM's default of 16 and chat gets
+// default_max_tokens (vLLM would allow the whole remaining context).
 func (s *Server) setLength(j *job, req *genRequest) error {
 	n := len(j.prompt)
 	maxLen := s.p.MaxModelLen
-	if n >= maxLen {
-		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, n)
-	}
 	want := req.MaxTokens
 	if j.chat && req.MaxCompletionTokens != nil {
 		want = req.MaxCompletionTokens
 	}
+	if want != nil && *want < 1 {
+		return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", *want)
+	}
 	var mt int
-	if want == nil {
-		mt = min(s.p.DefaultMaxTokens, maxLen-n)
-	} else {
-		mt = *want
-		if mt < 1 {
-			return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", mt)
+	switch {
+	case !j.chat:
+		// vLLM's CompletionRequest defaults max_tokens to 16, as OpenAI
+		// does, and checks the prompt against what the output leaves.
+		mt = 16
+		if want != nil {
+			mt = *want
 		}
+		if n > maxLen-mt {
+			return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen-mt, n)
+		}
+	case n >= maxLen:
+		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, n)
+	case want == nil:
+		mt = min(s.p.DefaultMaxTokens, maxLen-n)
+	default:
+		mt = *want
 		if n+mt > maxLen {
-			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", mt, maxLen, n, mt, maxLen, n)
+			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d). None", mt, maxLen, n, mt, maxLen, n)
 		}
 	}
 	key := j.rid

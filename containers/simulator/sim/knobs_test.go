@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 )
 
 func TestProfilesLoadAndValidate(t *testing.T) {
@@ -106,6 +107,13 @@ func TestMainServes(t *testing.T) {
 	cancel()
 	require.Equal(t, 0, <-done, errb.String())
 	require.Contains(t, out.String(), "servegate/sim-instant")
+
+	var params syncBuffer
+	require.Equal(t, 0, Main(context.Background(), []string{"--profile", "gpu-8b", "--max-num-seqs", "7", "--print-params"}, &params, &errb))
+	var p Params
+	require.NoError(t, yaml.Unmarshal([]byte(params.String()), &p))
+	require.Equal(t, 7, p.MaxNumSeqs)
+	require.Equal(t, "meta-llama/Meta-Llama-3-8B-Instruct", p.Model)
 
 	require.Equal(t, 2, Main(context.Background(), []string{"--slowdown", "-1"}, &out, &errb))
 	require.Contains(t, errb.String(), "slowdown: must be > 0")

@@ -86,7 +86,7 @@ func TestPreemptionWhenKVExhausted(t *testing.T) {
 	t.Logf("preemptions: %d with 40 blocks, %d with 1024", small, large)
 	require.Positive(t, small)
 	require.Zero(t, large)
-	require.Contains(t, scrape(t, s), fmt.Sprintf(`vllm:num_preemptions_total{engine="0",model_name="sim-test"} %d`, small))
+	require.Contains(t, scrape(t, s), fmt.Sprintf(`vllm:num_preemptions_total{engine="0",model_name="sim-test"} %d.0`, small))
 }
 
 // TestThroughputSaturates: output throughput follows the offered rate
@@ -157,19 +157,19 @@ func throughput(tb testing.TB, s *Server, base string, rate float64, out int, du
 // TestSlowdownRaisesMedianTTFT: a 1.10 slowdown raises the median TTFT by
 // 10% ± 2%, measured by a client over HTTP. Requests alternate between the
 // two servers so that the machine's load weighs on both alike, and each
-// prefill is long (~320 ms) so that what does not scale (HTTP, tokenizing,
+// prefill is long (~500 ms) so that what does not scale (HTTP, tokenizing,
 // waking the engine: a few ms on a loaded machine) is a small share.
 func TestSlowdownRaisesMedianTTFT(t *testing.T) {
 	p, err := LoadProfile("cpu-small")
 	require.NoError(t, err)
-	p.PrefillTokenUS = 500
+	p.PrefillTokenUS = 800
 	// Without jitter every sample is the same step plus overhead, so the
 	// median filters the overhead's outliers out.
 	p.Jitter = 0
 	_, base := start(t, Config{Params: &p})
 	_, slow := start(t, Config{Params: &p, Slowdown: 1.10})
 	var b, s []float64
-	for i := range 15 {
+	for i := range 11 {
 		for _, srv := range []struct {
 			url string
 			out *[]float64
@@ -216,8 +216,8 @@ func TestPrefixCache(t *testing.T) {
 	require.Equal(t, 992, warm.CachedTokens, "62 full blocks of 16; the last token is always recomputed")
 	require.Less(t, warm.TokenMS[0], cold.TokenMS[0]/3)
 	m := scrape(t, s)
-	require.Contains(t, m, `vllm:prefix_cache_queries_total{engine="0",model_name="sim-test"} 2000`)
-	require.Contains(t, m, `vllm:prefix_cache_hits_total{engine="0",model_name="sim-test"} 992`)
+	require.Contains(t, m, `vllm:prefix_cache_queries_total{engine="0",model_name="sim-test"} 2000.0`)
+	require.Contains(t, m, `vllm:prefix_cache_hits_total{engine="0",model_name="sim-test"} 992.0`)
 }
 
 func scrape(tb testing.TB, s *Server) string {
@@ -246,18 +246,20 @@ func TestMetricsUnderLoad(t *testing.T) {
 	require.NotContains(t, busy, `vllm:kv_cache_usage_perc{engine="0",model_name="sim-test"} 0.0`+"\n", "the KV cache is in use")
 	wg.Wait()
 	idle := fetchRaw(t, "GET", base+"/metrics", nil, nil)
-	require.True(t, strings.HasPrefix(idle, "200 text/plain; version=0.0.4"))
+	require.True(t, strings.HasPrefix(idle, "200 text/plain; version=1.0.0; charset=utf-8"))
 	for _, want := range []string{
 		`vllm:num_requests_running{engine="0",model_name="sim-test"} 0.0`,
 		`vllm:num_requests_waiting{engine="0",model_name="sim-test"} 0.0`,
 		`vllm:kv_cache_usage_perc{engine="0",model_name="sim-test"} 0.0` + "\n",
-		`vllm:generation_tokens_total{engine="0",model_name="sim-test"} 360`,
-		`vllm:request_success_total{engine="0",model_name="sim-test",finished_reason="length"} 12`,
-		`vllm:time_to_first_token_seconds_count{engine="0",model_name="sim-test"} 12`,
-		`vllm:inter_token_latency_seconds_count{engine="0",model_name="sim-test"} 348`,
-		`vllm:e2e_request_latency_seconds_bucket{engine="0",model_name="sim-test",le="+Inf"} 12`,
-		`vllm:request_queue_time_seconds_count{engine="0",model_name="sim-test"} 12`,
-		`# TYPE vllm:num_preemptions counter`,
+		`vllm:generation_tokens_total{engine="0",model_name="sim-test"} 360.0`,
+		`vllm:request_success_total{engine="0",finished_reason="length",model_name="sim-test"} 12.0`,
+		`vllm:time_to_first_token_seconds_count{engine="0",model_name="sim-test"} 12.0`,
+		`vllm:inter_token_latency_seconds_count{engine="0",model_name="sim-test"} 348.0`,
+		`vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf",model_name="sim-test"} 12.0`,
+		`vllm:request_queue_time_seconds_count{engine="0",model_name="sim-test"} 12.0`,
+		`vllm:request_prompt_tokens_bucket{engine="0",le="2000.0",model_name="sim-test"} 12.0`,
+		`# TYPE vllm:num_preemptions_total counter`,
+		`# TYPE vllm:num_preemptions_created gauge`,
 		`vllm:prompt_tokens_total{engine="0",model_name="sim-test"} `,
 		`vllm:prefix_cache_queries_total{engine="0",model_name="sim-test"} `,
 		`vllm:prefix_cache_hits_total{engine="0",model_name="sim-test"} `,

@@ -75,6 +75,9 @@ type chatChunk struct {
 	Model   string            `json:"model"`
 	Choices []chatChunkChoice `json:"choices"`
 	Usage   *usageShort       `json:"usage,omitempty"`
+	// PromptTokenIDs is set (to null) on the role chunk only: vLLM sets it
+	// there explicitly ("return prompt_token_ids at the first chunk ever").
+	PromptTokenIDs json.RawMessage `json:"prompt_token_ids,omitempty"`
 }
 
 type chatChunkChoice struct {
@@ -89,8 +92,9 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent *any    `json:"reasoning_content"`
 }
 
 var jsonNull = json.RawMessage("null")
@@ -151,6 +155,7 @@ type chatMessage struct {
 	Audio            *any   `json:"audio"`
 	FunctionCall     *any   `json:"function_call"`
 	ToolCalls        []any  `json:"tool_calls"`
+	Reasoning        *any   `json:"reasoning"`
 	ReasoningContent *any   `json:"reasoning_content"`
 }
 
@@ -193,8 +198,5 @@ func newError(status int, format string, args ...any) errorResponse {
 
 // modelNotFound is vLLM's answer to a request for another model.
 func modelNotFound(model string) errorResponse {
-	e := newError(404, "The model `%s` does not exist.", model)
-	param := "model"
-	e.Error.Param = &param
-	return e
+	return newError(404, "The model `%s` does not exist.", model)
 }
