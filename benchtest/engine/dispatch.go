@@ -2,10 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"math/rand/v2"
-	"net/http"
 	"runtime"
 	"sync"
 	"time"
@@ -15,12 +11,15 @@ import (
 )
 
 // defaultSpinWindow is how long before a send time the dispatcher stops
-// sleeping on a timer and polls the clock instead. Go timers can wake up
+// sleeping on a Go timer and waits precisely instead. Go timers can wake up
 // to a millisecond late (the runtime's poller sleeps in whole
-// milliseconds), so the last stretch is spent yielding in a loop: it costs
-// CPU at high rates (up to one core when requests are less than the window
-// apart) and buys sub-millisecond send times.
+// milliseconds), so the last stretch is a thread sleep (nanosleep, about
+// 50–100 µs late, no CPU) followed by a short yielding spin over the final
+// spinTail. Where no thread sleep is available the whole window is spun.
 const defaultSpinWindow = 1500 * time.Microsecond
+
+// spinTail is the part of the window always spent polling the clock.
+const spinTail = 100 * time.Microsecond
 
 // A dispatcher sends the requests of a run at their scheduled times.
 type dispatcher struct {
@@ -73,6 +72,8 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 		}
 	}
 	for i := range d.reqs {
+		// Build the payload while waiting, not after the send time.
+		prep := d.client.Prepare(d.reqs[i])
 		if err := sleepUntil(ctx, epoch.Add(d.offsets[i]), d.spin); err != nil {
 			stop(i, "not sent: run stopped before its scheduled time", -1)
 			break
@@ -113,7 +114,7 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 			if sem != nil {
 				defer func() { <-sem }()
 			}
-			res.Records[i] = d.send(ctx, i, dispatched)
+			res.Records[i] = d.send(ctx, i, dispatched, prep)
 			d.progress()
 		})
 	}
@@ -121,15 +122,15 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 	res.Duration = time.Since(epoch)
 }
 
-// send sends request i, released at dispatched, once it holds a
-// concurrency slot.
-func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration) metrics.Record {
+// send sends request i (prepared as prep), released at dispatched, once it
+// holds a concurrency slot.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration, prep client.Prepared) metrics.Record {
 	if ctx.Err() != nil {
 		rec := d.unsent(i, "not sent: run stopped")
 		rec.Dispatched = dispatched
 		return rec
 	}
-	rec := d.client.Do(ctx, d.reqs[i])
+	rec := d.client.DoPrepared(ctx, prep)
 	rec.Scheduled = d.offsets[i]
 	rec.Dispatched = dispatched
 	return rec
@@ -158,14 +159,15 @@ func (d *dispatcher) progress() {
 	d.cfg.Progress(d.done, len(d.reqs))
 }
 
-// sleepUntil waits until t on the monotonic clock: on a timer until
-// spin before t, then yielding in a loop. It returns the context's error if
-// ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time, spinWindow time.Duration) error {
+// sleepUntil waits until t on the monotonic clock: on a Go timer until
+// window before t, then precisely (preciseWait). It returns the context's
+// error if ctx ends first; the precise stretch, at most window long, is not
+// interrupted.
+func sleepUntil(ctx context.Context, t time.Time, window time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if wait := time.Until(t) - spinWindow; wait > 0 {
+	if wait := time.Until(t) - window; wait > 0 {
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
@@ -174,15 +176,27 @@ func sleepUntil(ctx context.Context, t time.Time, spinWindow time.Duration) erro
 			return ctx.Err()
 		}
 	}
-	if spinWindow > 0 {
-		for time.Now().Before(t) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			runtime.Gosched()
-		}
+	if window > 0 {
+		preciseWait(t)
 	}
 	return nil
+}
+
+// preciseWait waits until t with a thread sleep (where threadSleep can)
+// up to spinTail before it, then by yielding in a loop.
+func preciseWait(t time.Time) {
+	for {
+		rem := time.Until(t)
+		if rem <= 0 {
+			return
+		}
+		if rem <= spinTail || !threadSleep(rem-spinTail) {
+			break
+		}
+	}
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
 }
 
 // isoformat formats t like Python's datetime.now().isoformat(): local
@@ -192,88 +206,4 @@ func isoformat(t time.Time) string {
 		return t.Format("2006-01-02T15:04:05")
 	}
 	return t.Format("2006-01-02T15:04:05.000000")
-}
-
-// loraChoices picks a LoRA module for each of n requests ("" without
-// modules), seeded from the run's seed.
-func (cfg *Config) loraChoices(n int) []string {
-	out := make([]string, n)
-	if len(cfg.LoRAModules) == 0 {
-		return out
-	}
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x10a))
-	for i := range out {
-		out[i] = cfg.LoRAModules[rng.IntN(len(cfg.LoRAModules))]
-	}
-	return out
-}
-
-// warmUp sends n copies of req, at most limit at a time (0: no limit),
-// and returns their records.
-func warmUp(ctx context.Context, c *client.Client, req client.Request, n, limit int) []metrics.Record {
-	if n <= 0 {
-		return nil
-	}
-	if limit <= 0 {
-		limit = n
-	}
-	recs := make([]metrics.Record, n)
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			recs[i] = c.Do(ctx, req)
-		})
-	}
-	wg.Wait()
-	return recs
-}
-
-// waitReady sends req until it succeeds, every interval, for at most
-// timeout, like vLLM's wait_for_endpoint; unlike it, a 4xx answer (other
-// than 408 and 429) stops at once with the server's message, since
-// retrying a bad request for ten minutes helps nobody.
-func waitReady(ctx context.Context, c *client.Client, req client.Request, timeout, interval time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last metrics.Record
-	for {
-		last = c.Do(ctx, req)
-		if last.Success {
-			return nil
-		}
-		if s := last.HTTPStatus; s >= 400 && s < 500 && s != 408 && s != 429 {
-			return fmt.Errorf("initial test request failed, check the benchmark arguments: %s", last.Error)
-		}
-		timer := time.NewTimer(interval)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			if last.Failure == metrics.FailureCanceled || last.Error == "" {
-				return fmt.Errorf("endpoint not ready after %v: %w", timeout, ctx.Err())
-			}
-			return fmt.Errorf("endpoint not ready after %v: %s", timeout, last.Error)
-		}
-	}
-}
-
-// profile POSTs to one of vLLM's profiler endpoints.
-func profile(ctx context.Context, h *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	if err != nil {
-		return fmt.Errorf("profile: %w", err)
-	}
-	resp, err := h.Do(req)
-	if err != nil {
-		return fmt.Errorf("profile: %w", err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("profile: %s answered %s", url, resp.Status)
-	}
-	return nil
 }
