@@ -81,12 +81,12 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 	}
 	w.Header().Set("X-Request-Id", j.rid)
 	if j.fault.status != 0 {
-		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, prompt: j.prompt}, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
+		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
 		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
 		return
 	}
 	sq := &seq{
-		id: j.rid, prompt: j.prompt, maxTokens: j.maxTokens, stopAt: j.stopAt,
+		id: j.rid, prompt: j.prompt, promptLen: len(j.prompt), maxTokens: j.maxTokens, stopAt: j.stopAt,
 		gen: s.vocab.stream(j.seed), arrival: arrival, notify: make(chan struct{}, 1),
 	}
 	s.truth.add(&seqRecord{s: sq, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
@@ -97,7 +97,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		t.TokenTimes = append([]time.Duration(nil), t.TokenTimes...)
 		reason := sq.finish
 		sq.mu.Unlock()
-		s.metrics.finished(&t, len(sq.prompt), reason)
+		s.metrics.finished(&t, sq.promptLen, reason)
 	}()
 	if j.stream {
 		s.stream(w, r, j, sq)

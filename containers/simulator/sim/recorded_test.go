@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -27,7 +28,7 @@ var masks = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	{regexp.MustCompile(`"id":"(cmpl|chatcmpl)-[0-9a-f]{16,32}"`), `"id":"$1-ID"`},
+	{regexp.MustCompile(`"id":"(cmpl|chatcmpl)-[0-9a-f]{16}"`), `"id":"$1-ID"`},
 	{regexp.MustCompile(`"created":\d+`), `"created":0`},
 	{regexp.MustCompile(`"text":"(?:[^"\\]|\\.)*"`), `"text":"T"`},
 	{regexp.MustCompile(`"content":"(?:[^"\\]|\\.)+"`), `"content":"T"`},
@@ -54,7 +55,7 @@ func TestRecordedVLLM(t *testing.T) {
 	p := testParams()
 	p.Model = "tiny-llama"
 	p.StepFixedMS = 20 // one token per chunk, as recorded
-	_, base := start(t, Config{Params: &p})
+	srv, base := start(t, Config{Params: &p})
 	cases := []struct {
 		name, method, path string
 		header             map[string]string
@@ -78,30 +79,35 @@ func TestRecordedVLLM(t *testing.T) {
 		{name: "models", method: http.MethodGet, path: "/v1/models"},
 		{name: "version", method: http.MethodGet, path: "/version"},
 		{name: "health", method: http.MethodGet, path: "/health"},
+		{name: "ping", method: http.MethodGet, path: "/ping"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, ctype := recordedHead(t, c.name)
 			want, err := os.ReadFile(filepath.Join(recordedDir, c.name+".body.txt"))
 			require.NoError(t, err)
-			var body io.Reader
+			var body []byte
 			if c.method == "" {
 				c.method = http.MethodPost
-				b, err := os.ReadFile(filepath.Join(recordedDir, c.name+".request.json"))
+				body, err = os.ReadFile(filepath.Join(recordedDir, c.name+".request.json"))
 				require.NoError(t, err)
-				body = strings.NewReader(string(b))
 			}
-			req, err := http.NewRequestWithContext(context.Background(), c.method, base+c.path, body)
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			for k, v := range c.header {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			got, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
+			var resp *http.Response
+			var got []byte
+			unmerged(t, srv, func() string {
+				req, err := http.NewRequestWithContext(context.Background(), c.method, base+c.path, bytes.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				for k, v := range c.header {
+					req.Header.Set(k, v)
+				}
+				resp, err = http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				got, err = io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				return string(got)
+			})
 			require.Equal(t, status, resp.StatusCode)
 			require.Equal(t, ctype, resp.Header.Get("Content-Type"))
 			require.Equal(t, mask(string(want)), mask(string(got)))
