@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // This file is a small argparse work-alike. Go's flag package cannot take
@@ -268,7 +267,6 @@ func (p *argParser) writeHelp(w io.Writer, summary string) {
 			title = "options"
 		}
 		fmt.Fprintf(w, "\n%s:\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, o := range byGroup[g] {
 			help := o.help
 			if len(o.choices) > 0 {
@@ -280,10 +278,35 @@ func (p *argParser) writeHelp(w io.Writer, summary string) {
 			if contains(p.required, o.name) {
 				help += " (required)"
 			}
-			fmt.Fprintf(tw, "  --%s%s\t%s\n", o.name, metavarFor(o), help)
+			writeOptionHelp(w, "  --"+o.name+metavarFor(o), help)
 		}
-		tw.Flush()
 	}
+}
+
+// writeOptionHelp prints one option as argparse does: the flag, then its
+// help wrapped at 80 columns from column 24.
+func writeOptionHelp(w io.Writer, flag, help string) {
+	const indent, width = 24, 80
+	line := flag
+	if len(flag) >= indent-1 {
+		fmt.Fprintln(w, flag)
+		line = ""
+	}
+	col := indent
+	line += strings.Repeat(" ", indent-len(line))
+	for _, word := range strings.Fields(help) {
+		if col > indent && col+1+len(word) > width {
+			fmt.Fprintln(w, line)
+			line, col = strings.Repeat(" ", indent), indent
+		}
+		if col > indent {
+			line += " "
+			col++
+		}
+		line += word
+		col += len(word)
+	}
+	fmt.Fprintln(w, line)
 }
 
 func metavarFor(o *option) string {

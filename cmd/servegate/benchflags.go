@@ -31,40 +31,40 @@ var targets = []string{"url", "inproc", "sim", "vllm"}
 // vLLM's None defaults.
 type benchArgs struct {
 	// dataset flags (vLLM's add_dataset_parser)
-	Seed                       int
-	NumPrompts                 int
-	DatasetName                string
-	NoStream                   bool
-	DatasetPath                *string
-	NoOversample               bool
-	SkipChatTemplate           bool
-	DisableShuffle             bool
-	CustomOutputLen            int
-	SpecBenchOutputLen         int
-	SpecBenchCategory          *string
-	SonnetInputLen             int
-	SonnetOutputLen            int
-	SonnetPrefixLen            int
-	SharegptOutputLen          *int
-	BlazeditMinDistance        float64
-	BlazeditMaxDistance        float64
-	RandomInputLen             int
-	RandomOutputLen            int
-	RandomRangeRatio           float64
-	RandomPrefixLen            int
-	RandomBatchSize            int
-	NoReranker                 bool
-	TxtSlicesInputLen          int
-	TxtSlicesOutputLen         int
-	HFSubset                   *string
-	HFSplit                    *string
-	HFName                     *string
-	HFOutputLen                *int
-	PrefixRepetitionPrefixLen  int
-	PrefixRepetitionSuffixLen  int
-	PrefixRepetitionNumPrefix  int
-	PrefixRepetitionOutputLen  int
-	CommonPrefixLen            *int
+	Seed                      int
+	NumPrompts                int
+	DatasetName               string
+	NoStream                  bool
+	DatasetPath               *string
+	NoOversample              bool
+	SkipChatTemplate          bool
+	DisableShuffle            bool
+	CustomOutputLen           int
+	SpecBenchOutputLen        int
+	SpecBenchCategory         *string
+	SonnetInputLen            int
+	SonnetOutputLen           int
+	SonnetPrefixLen           int
+	SharegptOutputLen         *int
+	BlazeditMinDistance       float64
+	BlazeditMaxDistance       float64
+	RandomInputLen            int
+	RandomOutputLen           int
+	RandomRangeRatio          float64
+	RandomPrefixLen           int
+	RandomBatchSize           int
+	NoReranker                bool
+	TxtSlicesInputLen         int
+	TxtSlicesOutputLen        int
+	HFSubset                  *string
+	HFSplit                   *string
+	HFName                    *string
+	HFOutputLen               *int
+	PrefixRepetitionPrefixLen int
+	PrefixRepetitionSuffixLen int
+	PrefixRepetitionNumPrefix int
+	PrefixRepetitionOutputLen int
+	CommonPrefixLen           *int
 
 	// serving flags (vLLM's add_cli_args)
 	Label                *string
