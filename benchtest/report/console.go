@@ -53,8 +53,36 @@ var latencySections = []struct{ key, name, header string }{
 // that scrape vLLM's output read servegate's too. It fails when a number
 // the block needs is missing from s.Values.
 func WriteConsoleSummary(w io.Writer, s ConsoleSummary) error {
-	c := consoleWriter{w: w, values: s.Values}
-	c.rule(" Serving Benchmark Result ", '=')
+	rows, err := consoleRows(s)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		if r.Section != "" {
+			b.WriteString(centre(r.Section, r.Fill) + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%-40s %-10s\n", r.Label, r.Value)
+	}
+	b.WriteString(strings.Repeat("=", 50) + "\n")
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// A summaryRow is one line of the console summary: a section title or a
+// label with its formatted value.
+type summaryRow struct {
+	Section string // title of a section line; empty for a value line
+	Fill    byte   // '=' or '-' around a section title
+	Label   string
+	Value   string
+}
+
+// consoleRows lists the summary's lines in vLLM's order.
+func consoleRows(s ConsoleSummary) ([]summaryRow, error) {
+	c := consoleWriter{values: s.Values}
+	c.section(" Serving Benchmark Result ", '=')
 	c.int("Successful requests:", "completed")
 	c.int("Failed requests:", "failed")
 	if s.MaxConcurrency > 0 {
@@ -94,7 +122,7 @@ func WriteConsoleSummary(w io.Writer, s ConsoleSummary) error {
 		if !containsString(selected, sec.key) || (s.Pooling && sec.key != "e2el") {
 			continue
 		}
-		c.rule(sec.header, '-')
+		c.section(sec.header, '-')
 		c.float("Mean "+sec.name+" (ms):", "mean_"+sec.key+"_ms")
 		c.float("Median "+sec.name+" (ms):", "median_"+sec.key+"_ms")
 		for _, p := range percentiles {
@@ -102,8 +130,15 @@ func WriteConsoleSummary(w io.Writer, s ConsoleSummary) error {
 			c.float("P"+word+" "+sec.name+" (ms):", "p"+word+"_"+sec.key+"_ms")
 		}
 	}
-	fmt.Fprintln(c.w, strings.Repeat("=", 50))
-	return c.err
+	return c.rows, c.err
+}
+
+// centre centres a title in 50 characters as Python's "^" does (the odd
+// padding character goes to the right).
+func centre(title string, fill byte) string {
+	pad := max(0, 50-len(title))
+	left := pad / 2
+	return strings.Repeat(string(fill), left) + title + strings.Repeat(string(fill), pad-left)
 }
 
 // PercentileWord spells a percentile as vLLM does in labels and result
@@ -115,26 +150,19 @@ func PercentileWord(p float64) string {
 	return strconv.FormatFloat(p, 'f', -1, 64)
 }
 
-// consoleWriter prints "{:<40} {:<10}" lines and keeps the first error.
+// consoleWriter collects summary rows and keeps the first error.
 type consoleWriter struct {
-	w      io.Writer
 	values MetricValues
+	rows   []summaryRow
 	err    error
 }
 
 func (c *consoleWriter) line(label, value string) {
-	fmt.Fprintf(c.w, "%-40s %-10s\n", label, value)
+	c.rows = append(c.rows, summaryRow{Label: label, Value: value})
 }
 
-// rule prints a title centred in 50 characters as Python's "^" does
-// (the odd padding character goes to the right).
-func (c *consoleWriter) rule(title string, fill rune) {
-	pad := 50 - len(title)
-	if pad < 0 {
-		pad = 0
-	}
-	left := pad / 2
-	fmt.Fprintln(c.w, strings.Repeat(string(fill), left)+title+strings.Repeat(string(fill), pad-left))
+func (c *consoleWriter) section(title string, fill byte) {
+	c.rows = append(c.rows, summaryRow{Section: title, Fill: fill})
 }
 
 func (c *consoleWriter) value(name string) float64 {
