@@ -24,19 +24,33 @@ type Record struct {
 	RequestID string
 	// Scheduled is when the arrival schedule wanted the request sent.
 	Scheduled time.Duration
+	// Dispatched is when the dispatcher released the request, before it
+	// waited for a concurrency slot.
+	Dispatched time.Duration
 	// Start is when the request was sent, after any concurrency wait.
 	Start time.Duration
+	// Unsent is true for a request the run was stopped before sending
+	// (canceled or out of time while waiting for its turn or a
+	// concurrency slot). Summarize leaves such records out entirely.
+	Unsent bool
 	// TTFT is from Start to the first chunk that carried output.
 	TTFT time.Duration
 	// ITL holds the gap before each later output chunk.
 	ITL []time.Duration
 	// Latency is from Start to the last output chunk (end-to-end latency).
 	Latency time.Duration
-	// PromptLen is the prompt length in tokens.
+	// PromptLen is the prompt length in tokens as the dataset counted it.
 	PromptLen int
+	// ServerPromptTokens is usage.prompt_tokens as the server reported it,
+	// 0 when it sent none.
+	ServerPromptTokens int
 	// OutputTokens is the number of generated tokens (server usage when
 	// present, else counted with the tokenizer).
 	OutputTokens int
+	// ChunkTokens holds the tokens in each output chunk (first chunk, then
+	// one per ITL gap) when the server sent per-chunk usage
+	// (continuous_usage_stats); nil otherwise, meaning one token a chunk.
+	ChunkTokens []int
 	// GeneratedText is the streamed output text.
 	GeneratedText string
 	// Success is true when the request completed without error.
@@ -47,4 +61,15 @@ type Record struct {
 	Error string
 	// HTTPStatus is the response status code, 0 when none arrived.
 	HTTPStatus int
+}
+
+// InputLen is the prompt length vLLM reports for the request in its
+// per-request input_lens: the server's prompt_tokens when it sent usage,
+// else the dataset's count. For pooling requests it is the server's count
+// only (0 without usage), as vLLM's pooling client does.
+func (r *Record) InputLen(pooling bool) int {
+	if pooling || r.ServerPromptTokens > 0 {
+		return r.ServerPromptTokens
+	}
+	return r.PromptLen
 }

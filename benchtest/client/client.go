@@ -1,0 +1,314 @@
+// Package client sends one benchmark request to an OpenAI-compatible
+// server and measures it the way vllm bench serve's request functions do:
+// a streamed completion or chat completion parsed incrementally, or a
+// pooling (embeddings, rerank) request, each turned into a metrics.Record
+// with monotonic-clock timings. Failures are records, never errors.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/tokenizer"
+)
+
+// Backends, named as vllm bench serve's --backend.
+const (
+	BackendOpenAI           = "openai"
+	BackendVLLM             = "vllm"
+	BackendOpenAIChat       = "openai-chat"
+	BackendOpenAIEmbeddings = "openai-embeddings"
+	BackendVLLMRerank       = "vllm-rerank"
+)
+
+// endpointSuffixes are the URL endings each backend accepts, as vLLM
+// validates them.
+var endpointSuffixes = map[string][]string{
+	BackendOpenAI:           {"completions"},
+	BackendVLLM:             {"completions"},
+	BackendOpenAIChat:       {"chat/completions"},
+	BackendOpenAIEmbeddings: {"embeddings"},
+	BackendVLLMRerank:       {"rerank"},
+}
+
+// IsPooling reports whether backend is a pooling (embeddings or rerank)
+// backend, which vLLM summarises with its embedding metrics.
+func IsPooling(backend string) bool {
+	return strings.Contains(backend, "embeddings") || strings.Contains(backend, "rerank")
+}
+
+// CheckEndpoint returns an error when backend is unknown or url does not
+// end the way the backend's API does (vLLM's _validate_api_url).
+func CheckEndpoint(backend, url string) error {
+	suffixes, ok := endpointSuffixes[backend]
+	if !ok {
+		return fmt.Errorf("check endpoint: unknown backend %q", backend)
+	}
+	for _, s := range append(suffixes, "profile") {
+		if strings.HasSuffix(url, s) {
+			return nil
+		}
+	}
+	return fmt.Errorf("check endpoint: %s URL %q must end with one of %q", backend, url, suffixes)
+}
+
+// Sampling holds the sampling parameters sent with generation requests;
+// nil fields are not sent, except Temperature, which defaults to 0 (greedy)
+// as in vllm bench serve.
+type Sampling struct {
+	Temperature       *float64
+	TopP              *float64
+	TopK              *int
+	MinP              *float64
+	FrequencyPenalty  *float64
+	PresencePenalty   *float64
+	RepetitionPenalty *float64
+}
+
+// params returns the sampling parameters as request fields.
+func (s Sampling) params() map[string]any {
+	m := map[string]any{"temperature": 0.0}
+	set := func(k string, v *float64) {
+		if v != nil {
+			m[k] = *v
+		}
+	}
+	set("temperature", s.Temperature)
+	set("top_p", s.TopP)
+	set("min_p", s.MinP)
+	set("frequency_penalty", s.FrequencyPenalty)
+	set("presence_penalty", s.PresencePenalty)
+	set("repetition_penalty", s.RepetitionPenalty)
+	if s.TopK != nil {
+		m["top_k"] = *s.TopK
+	}
+	return m
+}
+
+// A Client sends requests of one backend to one URL. Its zero value is not
+// usable: set Backend, URL and Model. A Client is safe for concurrent use.
+type Client struct {
+	// Backend is one of the Backend constants.
+	Backend string
+	// URL is the full API URL (base URL plus endpoint).
+	URL string
+	// Model is the model id; ModelName, when set, is sent instead.
+	Model, ModelName string
+	// HTTP sends the requests; nil uses a client from NewHTTPClient.
+	HTTP *http.Client
+	// Epoch is the zero of every time in the records; it must carry a
+	// monotonic reading (time.Now()).
+	Epoch time.Time
+	// Timeout bounds each request, body included; 0 means none.
+	Timeout time.Duration
+	// Tokenizer counts output tokens when the server sends no usage; nil
+	// leaves OutputTokens at 0 then.
+	Tokenizer *tokenizer.Tokenizer
+	// Sampling parameters for generation backends.
+	Sampling Sampling
+	// Logprobs is sent as "logprobs" by the completions backends (null
+	// when nil).
+	Logprobs *int
+	// IgnoreEOS sends "ignore_eos": true when set.
+	IgnoreEOS bool
+	// ExtraBody is merged into every payload last, overriding any field.
+	ExtraBody map[string]any
+	// Headers are added to every request; x-request-id overrides them.
+	Headers map[string]string
+	// APIKey is sent as a bearer token; empty uses $OPENAI_API_KEY, and no
+	// Authorization header is sent when both are empty.
+	APIKey string
+
+	once    sync.Once
+	bufPool sync.Pool
+}
+
+// A Request is one request to send.
+type Request struct {
+	// Prompt is the prompt (completions), user message (chat), input
+	// (embeddings) or query (rerank).
+	Prompt string
+	// Documents are the documents to rank (rerank only).
+	Documents []string
+	// PromptLen is the prompt's length in tokens as the dataset counted it.
+	PromptLen int
+	// OutputLen is max_tokens (max_completion_tokens for chat).
+	OutputLen int
+	// RequestID is sent as x-request-id when set.
+	RequestID string
+	// Model, when set, overrides the model name sent (a LoRA module).
+	Model string
+}
+
+// NewHTTPClient returns an HTTP client tuned for benchmarking one host: no
+// idle-connection cap below maxConns (0 means 4096), no compression, no
+// overall timeout (requests carry their own).
+func NewHTTPClient(maxConns int) *http.Client {
+	if maxConns <= 0 {
+		maxConns = 4096
+	}
+	t := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     60 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &http.Client{Transport: t}
+}
+
+func (c *Client) init() {
+	c.once.Do(func() {
+		if c.HTTP == nil {
+			c.HTTP = NewHTTPClient(0)
+		}
+		if c.Epoch.IsZero() {
+			c.Epoch = time.Now()
+		}
+		c.bufPool.New = func() any { b := make([]byte, 16<<10); return &b }
+	})
+}
+
+// now is the monotonic time since Epoch.
+func (c *Client) now() time.Duration { return time.Since(c.Epoch) }
+
+// Do sends req and returns its record. It never returns an error: a
+// failure is a record with Success false, a Failure kind and an Error text.
+func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
+	c.init()
+	rec := metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
+	body, err := c.payload(req)
+	if err != nil {
+		rec.Failure, rec.Error = metrics.FailureTransport, err.Error()
+		return rec
+	}
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
+	}
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		rec.Failure, rec.Error = metrics.FailureTransport, fmt.Sprintf("build request: %v", err)
+		return rec
+	}
+	c.setHeaders(hreq, req.RequestID)
+	rec.Start = c.now()
+	resp, err := c.HTTP.Do(hreq)
+	if err != nil {
+		c.fail(ctx, rctx, &rec, err)
+		return rec
+	}
+	defer resp.Body.Close()
+	rec.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		rec.Failure = metrics.FailureHTTPStatus
+		rec.Error = httpError(resp)
+		return rec
+	}
+	if IsPooling(c.Backend) {
+		c.readPooling(ctx, rctx, resp, &rec)
+	} else {
+		c.readStream(ctx, rctx, resp, &rec)
+	}
+	return rec
+}
+
+// setHeaders sets content type, authorization, extra headers and the
+// request id, in vLLM's order of precedence.
+func (c *Client) setHeaders(r *http.Request, id string) {
+	r.Header.Set("Content-Type", "application/json")
+	key := c.APIKey
+	if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	if key != "" {
+		r.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range c.Headers {
+		r.Header.Set(k, v)
+	}
+	if id != "" {
+		r.Header.Set("x-request-id", id)
+	}
+}
+
+// payload builds the JSON body of req as vLLM's request functions do.
+func (c *Client) payload(req Request) ([]byte, error) {
+	model := req.Model
+	if model == "" {
+		model = c.ModelName
+	}
+	if model == "" {
+		model = c.Model
+	}
+	p := map[string]any{"model": model}
+	generation := true
+	switch c.Backend {
+	case BackendOpenAI, BackendVLLM:
+		p["prompt"] = req.Prompt
+		p["repetition_penalty"] = 1.0
+		p["max_tokens"] = req.OutputLen
+		if c.Logprobs != nil {
+			p["logprobs"] = *c.Logprobs
+		} else {
+			p["logprobs"] = nil
+		}
+		p["stream"] = true
+		p["stream_options"] = map[string]any{"include_usage": true}
+	case BackendOpenAIChat:
+		p["messages"] = []any{map[string]any{
+			"role":    "user",
+			"content": []any{map[string]any{"type": "text", "text": req.Prompt}},
+		}}
+		p["max_completion_tokens"] = req.OutputLen
+		p["stream"] = true
+		p["stream_options"] = map[string]any{"include_usage": true}
+	case BackendOpenAIEmbeddings:
+		p["input"] = req.Prompt
+		p["truncate_prompt_tokens"] = -1
+		generation = false
+	case BackendVLLMRerank:
+		p["query"] = req.Prompt
+		docs := req.Documents
+		if docs == nil {
+			docs = []string{}
+		}
+		p["documents"] = docs
+		p["truncate_prompt_tokens"] = -1
+		// vLLM's rerank request sends neither ignore_eos nor extra_body.
+		return json.Marshal(p)
+	default:
+		return nil, fmt.Errorf("build payload: unknown backend %q", c.Backend)
+	}
+	if c.IgnoreEOS {
+		p["ignore_eos"] = true
+	}
+	if generation {
+		for k, v := range c.Sampling.params() {
+			p[k] = v
+		}
+	}
+	for k, v := range c.ExtraBody {
+		p[k] = v
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("build payload: %w", err)
+	}
+	return b, nil
+}

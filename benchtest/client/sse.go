@@ -1,0 +1,177 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"time"
+)
+
+// An sseReader splits a server-sent-events stream into events as bytes
+// arrive. It keeps no per-event allocations: the read buffer and the data
+// buffer are reused, and an event's Data is valid until the next call to
+// next.
+//
+// It follows the EventSource parsing rules: lines end in LF, CRLF or CR
+// (a CR at the end of one read and the LF at the start of the next are one
+// line end); a line starting with ':' is a comment (pings); "data:" with or
+// without a following space; several data lines join with '\n'; "event:"
+// sets the event type; a blank line ends the event. A stream that ends
+// without a blank line still delivers its last event, because real servers
+// do that.
+type sseReader struct {
+	r   io.Reader
+	now func() time.Duration
+
+	buf        []byte // read buffer; live bytes are buf[start:end]
+	start, end int
+	skipLF     bool // the previous line ended in CR at the end of a read
+	eof        bool
+	readErr    error
+
+	data    []byte // data lines of the event being read
+	hasData bool
+	event   []byte // event type of the event being read
+
+	// at is the time of the read that delivered the newest bytes.
+	at time.Duration
+}
+
+// An sseEvent is one dispatched event.
+type sseEvent struct {
+	// Type is the event type ("" when the stream set none).
+	Type []byte
+	// Data is the event's data, lines joined by '\n'.
+	Data []byte
+	// At is when the read that completed the event returned.
+	At time.Duration
+}
+
+func newSSEReader(r io.Reader, now func() time.Duration, buf []byte) *sseReader {
+	if cap(buf) == 0 {
+		buf = make([]byte, 16<<10)
+	}
+	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: make([]byte, 0, 1024)}
+}
+
+// next returns the next event. At the end of the stream it returns io.EOF;
+// a failed read returns that error after the complete events before it,
+// dropping a partial one.
+func (s *sseReader) next() (sseEvent, error) {
+	for {
+		line, ok := s.line()
+		if !ok {
+			if s.eof {
+				if s.readErr != nil {
+					// A broken connection: a partial event is not an event.
+					return sseEvent{}, s.readErr
+				}
+				// A last line without a line end, then the pending event.
+				if s.start < s.end {
+					line = s.buf[s.start:s.end]
+					s.start = s.end
+					s.field(line)
+				}
+				if s.hasData {
+					return s.dispatch(), nil
+				}
+				return sseEvent{}, io.EOF
+			}
+			s.fill()
+			continue
+		}
+		if len(line) == 0 {
+			if s.hasData {
+				return s.dispatch(), nil
+			}
+			s.event = s.event[:0]
+			continue
+		}
+		s.field(line)
+	}
+}
+
+// dispatch hands out the pending event and resets the event state.
+func (s *sseReader) dispatch() sseEvent {
+	ev := sseEvent{Type: s.event, Data: s.data, At: s.at}
+	s.data = s.data[:0]
+	s.event = s.event[:0]
+	s.hasData = false
+	return ev
+}
+
+// line returns the next complete line without its line end, or false when
+// the buffer holds no complete line.
+func (s *sseReader) line() ([]byte, bool) {
+	if s.skipLF && s.start < s.end {
+		if s.buf[s.start] == '\n' {
+			s.start++
+		}
+		s.skipLF = false
+	}
+	live := s.buf[s.start:s.end]
+	i := bytes.IndexAny(live, "\r\n")
+	if i < 0 {
+		return nil, false
+	}
+	line := live[:i]
+	s.start += i + 1
+	if live[i] == '\r' {
+		if i+1 < len(live) {
+			if live[i+1] == '\n' {
+				s.start++
+			}
+		} else if !s.eof {
+			s.skipLF = true
+		}
+	}
+	return line, true
+}
+
+// field applies one non-empty line to the pending event.
+func (s *sseReader) field(line []byte) {
+	if line[0] == ':' {
+		return // comment or ping
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		if s.hasData {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, value...)
+		s.hasData = true
+	case "event":
+		s.event = append(s.event[:0], value...)
+	}
+}
+
+// fill reads more bytes, first moving live bytes to the front and growing
+// the buffer when one line fills it.
+func (s *sseReader) fill() {
+	if s.start > 0 {
+		n := copy(s.buf, s.buf[s.start:s.end])
+		s.start, s.end = 0, n
+	}
+	if s.end == len(s.buf) {
+		s.buf = append(s.buf, make([]byte, len(s.buf))...)
+		s.buf = s.buf[:cap(s.buf)]
+	}
+	n, err := s.r.Read(s.buf[s.end:])
+	if n > 0 {
+		s.at = s.now()
+		s.end += n
+	}
+	if err != nil {
+		s.eof = true
+		if !errors.Is(err, io.EOF) {
+			s.readErr = err
+		}
+	}
+}

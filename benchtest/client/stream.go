@@ -1,0 +1,226 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/metrics"
+)
+
+// errNoChunk is vLLM's complaint about a stream without output.
+const errNoChunk = "never received a valid chunk to calculate TTFT; this response will be marked as failed"
+
+// readStream reads a streamed completion or chat completion into rec.
+//
+// An output chunk is an event whose "choices" is not empty, except chat's
+// role-only first chunk (delta with a role and no text), which vLLM counts
+// but which carries no output. TTFT is taken at the first output chunk,
+// an ITL gap before each later one, and the latency at the last one. A
+// usage-only chunk sets the token counts and moves no timestamp. When
+// output chunks carry cumulative usage (continuous_usage_stats), each
+// chunk's token count is recorded in ChunkTokens.
+func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
+	bufp := c.bufPool.Get().(*[]byte)
+	defer c.bufPool.Put(bufp)
+	sse := newSSEReader(resp.Body, c.now, *bufp)
+	chat := c.Backend == BackendOpenAIChat
+	var (
+		text       []byte
+		last       time.Duration
+		outputs    int
+		usageOut   = -1
+		cumulative = 0
+		perChunk   = true
+		chunkToks  []int
+	)
+	for {
+		ev, err := sse.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			c.fail(ctx, rctx, rec, err)
+			break
+		}
+		if len(ev.Type) > 0 && string(ev.Type) != "message" {
+			if string(ev.Type) == "error" {
+				rec.Failure = metrics.FailureStream
+				rec.Error = "stream error event: " + string(ev.Data)
+				break
+			}
+			continue
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if string(data) == "[DONE]" {
+			continue
+		}
+		if len(data) == 0 {
+			continue
+		}
+		n := len(text)
+		ch, t, err := parseChunk(data, text)
+		text = t
+		if err != nil {
+			rec.Failure = metrics.FailureStream
+			rec.Error = fmt.Sprintf("stream: %v in event %q", err, truncate(data, 200))
+			break
+		}
+		if ch.isError {
+			text = text[:n]
+			rec.Failure = metrics.FailureStream
+			rec.Error = "stream error: " + ch.errMsg
+			break
+		}
+		if ch.usage {
+			if ch.completion >= 0 {
+				usageOut = ch.completion
+			}
+			if ch.prompt > 0 {
+				rec.ServerPromptTokens = ch.prompt
+			}
+		}
+		if !ch.choices || (chat && ch.role && ch.textLen == 0) {
+			if ch.usage && ch.completion >= 0 {
+				cumulative = ch.completion
+			}
+			continue
+		}
+		outputs++
+		if outputs == 1 {
+			rec.TTFT = ev.At - rec.Start
+		} else {
+			rec.ITL = append(rec.ITL, ev.At-last)
+		}
+		last = ev.At
+		if ch.usage && ch.completion >= 0 {
+			chunkToks = append(chunkToks, ch.completion-cumulative)
+			cumulative = ch.completion
+		} else {
+			perChunk = false
+		}
+	}
+	rec.GeneratedText = string(text)
+	if outputs > 0 {
+		rec.Latency = last - rec.Start
+	}
+	if rec.Failure != metrics.FailureNone {
+		return
+	}
+	if outputs == 0 {
+		rec.Failure = metrics.FailureStream
+		rec.Error = errNoChunk
+		return
+	}
+	rec.Success = true
+	if perChunk {
+		rec.ChunkTokens = chunkToks
+	}
+	switch {
+	case usageOut > 0:
+		rec.OutputTokens = usageOut
+	case c.Tokenizer != nil:
+		rec.OutputTokens = c.Tokenizer.Count(rec.GeneratedText)
+	}
+}
+
+// readPooling reads an embeddings or rerank response: latency (and TTFT)
+// at the end of the body, prompt tokens from its usage.
+func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.fail(ctx, rctx, rec, err)
+		return
+	}
+	rec.Latency = c.now() - rec.Start
+	rec.TTFT = rec.Latency
+	var v struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		rec.Failure = metrics.FailureStream
+		rec.Error = fmt.Sprintf("decode response: %v", err)
+		return
+	}
+	rec.ServerPromptTokens = v.Usage.PromptTokens
+	rec.Success = true
+}
+
+// fail records a transport-level error, telling cancellation of the run
+// (ctx) from the request's own timeout (rctx) and from network failures.
+func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error) {
+	rec.Success = false
+	var nerr net.Error
+	switch {
+	case ctx.Err() != nil:
+		rec.Failure = metrics.FailureCanceled
+		rec.Error = fmt.Sprintf("canceled: %v", context.Cause(ctx))
+		return
+	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		rec.Failure = metrics.FailureTimeout
+		rec.Error = fmt.Sprintf("timeout after %v: %v", c.Timeout, err)
+		return
+	case errors.As(err, &nerr) && nerr.Timeout():
+		rec.Failure = metrics.FailureTimeout
+	default:
+		rec.Failure = metrics.FailureTransport
+	}
+	rec.Error = err.Error()
+}
+
+// httpError describes a non-200 answer with the server's own message when
+// its body has one (OpenAI {"error": {"message"}}, vLLM {"message"},
+// FastAPI {"detail"}), else the start of the body.
+func httpError(resp *http.Response) string {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := strings.TrimSpace(string(body))
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case len(v.Error) > 0 && json.Unmarshal(v.Error, &inner) == nil && inner.Message != "":
+			msg = inner.Message
+		case len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "":
+			msg = s
+		case v.Message != "":
+			msg = v.Message
+		case len(v.Detail) > 0:
+			if json.Unmarshal(v.Detail, &s) == nil {
+				msg = s
+			} else {
+				msg = string(v.Detail)
+			}
+		}
+	}
+	if len(msg) > 1000 {
+		msg = msg[:1000] + "…"
+	}
+	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if msg == "" {
+		return status
+	}
+	return status + ": " + msg
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/metrics"
+)
+
+// spinWindow is how long before a send time the dispatcher stops sleeping
+// on a timer and polls the clock instead. Go timers can wake up to a
+// millisecond late (the runtime's poller sleeps in whole milliseconds), so
+// the last stretch is spent yielding in a loop: it costs some CPU at high
+// rates and buys sub-millisecond send times. Tests that fake time set it to
+// 0.
+var spinWindow = 1500 * time.Microsecond
+
+// A dispatcher sends the requests of a run at their scheduled times.
+type dispatcher struct {
+	cfg     *Config
+	client  *client.Client
+	reqs    []client.Request
+	offsets []time.Duration
+	rates   []float64
+
+	mu   sync.Mutex
+	done int
+}
+
+// run dispatches every request open-loop: request i leaves at its offset
+// from the start of the run whether or not earlier ones have finished, then
+// waits for a concurrency slot if there is a limit. It fills res.Records,
+// Duration, Start and RPSChanges.
+func (d *dispatcher) run(ctx context.Context, res *Result) {
+	n := len(d.reqs)
+	res.Records = make([]metrics.Record, n)
+	var sem chan struct{}
+	if d.cfg.MaxConcurrency > 0 {
+		sem = make(chan struct{}, d.cfg.MaxConcurrency)
+	}
+	ramp := d.cfg.RampUp
+	lastRPS := -1
+	epoch := time.Now()
+	d.client.Epoch = epoch
+	res.Start = epoch
+	if ramp != nil {
+		lastRPS = int(ramp.StartRPS)
+		res.RPSChanges = append(res.RPSChanges, metrics.RPSChange{RPS: lastRPS, Timestamp: isoformat(time.Now())})
+	}
+	var wg sync.WaitGroup
+	for i := range d.reqs {
+		if err := sleepUntil(ctx, epoch.Add(d.offsets[i])); err != nil {
+			for j := i; j < n; j++ {
+				res.Records[j] = d.unsent(j, "not sent: run stopped before its scheduled time")
+			}
+			break
+		}
+		if ramp != nil {
+			if cur := int(d.rates[i]); cur > lastRPS {
+				ts := isoformat(time.Now())
+				for v := lastRPS + 1; v <= cur; v++ {
+					res.RPSChanges = append(res.RPSChanges, metrics.RPSChange{RPS: v, Timestamp: ts})
+				}
+				lastRPS = cur
+			}
+		}
+		dispatched := time.Since(epoch)
+		wg.Go(func() {
+			res.Records[i] = d.send(ctx, i, dispatched, sem)
+			d.progress()
+		})
+	}
+	wg.Wait()
+	res.Duration = time.Since(epoch)
+}
+
+// send waits for a concurrency slot and sends request i.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration, sem chan struct{}) metrics.Record {
+	if sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			rec := d.unsent(i, "not sent: run stopped while waiting for a concurrency slot")
+			rec.Dispatched = dispatched
+			return rec
+		}
+	}
+	if ctx.Err() != nil {
+		rec := d.unsent(i, "not sent: run stopped")
+		rec.Dispatched = dispatched
+		return rec
+	}
+	rec := d.client.Do(ctx, d.reqs[i])
+	rec.Scheduled = d.offsets[i]
+	rec.Dispatched = dispatched
+	return rec
+}
+
+// unsent is the record of request i when the run stopped before sending it.
+func (d *dispatcher) unsent(i int, why string) metrics.Record {
+	r := d.reqs[i]
+	return metrics.Record{
+		RequestID: r.RequestID,
+		Scheduled: d.offsets[i],
+		PromptLen: r.PromptLen,
+		Unsent:    true,
+		Failure:   metrics.FailureCanceled,
+		Error:     why,
+	}
+}
+
+func (d *dispatcher) progress() {
+	if d.cfg.Progress == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.done++
+	d.cfg.Progress(d.done, len(d.reqs))
+}
+
+// sleepUntil waits until t on the monotonic clock: on a timer until
+// spinWindow before t, then yielding in a loop. It returns the context's
+// error if ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if wait := time.Until(t) - spinWindow; wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
+	}
+	if spinWindow > 0 {
+		for time.Now().Before(t) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			runtime.Gosched()
+		}
+	}
+	return nil
+}
+
+// isoformat formats t like Python's datetime.now().isoformat(): local
+// time, microseconds, no zone.
+func isoformat(t time.Time) string {
+	if t.Nanosecond()/1000 == 0 {
+		return t.Format("2006-01-02T15:04:05")
+	}
+	return t.Format("2006-01-02T15:04:05.000000")
+}
+
+// loraChoices picks a LoRA module for each of n requests ("" without
+// modules), seeded from the run's seed.
+func (cfg *Config) loraChoices(n int) []string {
+	out := make([]string, n)
+	if len(cfg.LoRAModules) == 0 {
+		return out
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x10a))
+	for i := range out {
+		out[i] = cfg.LoRAModules[rng.IntN(len(cfg.LoRAModules))]
+	}
+	return out
+}
+
+// warmUp sends n copies of req, at most limit at a time (0: no limit),
+// and returns their records.
+func warmUp(ctx context.Context, c *client.Client, req client.Request, n, limit int) []metrics.Record {
+	if n <= 0 {
+		return nil
+	}
+	if limit <= 0 {
+		limit = n
+	}
+	recs := make([]metrics.Record, n)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			recs[i] = c.Do(ctx, req)
+		})
+	}
+	wg.Wait()
+	return recs
+}
+
+// waitReady sends req until it succeeds, every interval, for at most
+// timeout, like vLLM's wait_for_endpoint; unlike it, a 4xx answer (other
+// than 408 and 429) stops at once with the server's message, since
+// retrying a bad request for ten minutes helps nobody.
+func waitReady(ctx context.Context, c *client.Client, req client.Request, timeout, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last metrics.Record
+	for {
+		last = c.Do(ctx, req)
+		if last.Success {
+			return nil
+		}
+		if s := last.HTTPStatus; s >= 400 && s < 500 && s != 408 && s != 429 {
+			return fmt.Errorf("initial test request failed, check the benchmark arguments: %s", last.Error)
+		}
+		timer := time.NewTimer(interval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			if last.Failure == metrics.FailureCanceled || last.Error == "" {
+				return fmt.Errorf("endpoint not ready after %v: %w", timeout, ctx.Err())
+			}
+			return fmt.Errorf("endpoint not ready after %v: %s", timeout, last.Error)
+		}
+	}
+}
+
+// profile POSTs to one of vLLM's profiler endpoints.
+func profile(ctx context.Context, h *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	resp, err := h.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("profile: %s answered %s", url, resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+// Package engine drives a benchmark run the way vllm bench serve does:
+// a readiness probe, warm-up requests, an open-loop arrival schedule
+// (Poisson, gamma, constant, ramp-up or a replayed trace) dispatched at
+// absolute times, an optional limit on requests in flight, and one
+// metrics.Record per sample.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/tokenizer"
+)
+
+// ErrMaxDuration is the cause a run stops with when Config.MaxDuration
+// runs out.
+var ErrMaxDuration = errors.New("maximum duration reached")
+
+// A Config describes one benchmark run. The zero value of every field but
+// BaseURL and Model works.
+type Config struct {
+	// BaseURL is the server's base URL ("http://127.0.0.1:8000").
+	BaseURL string
+	// Endpoint is the API path; empty picks the backend's usual one
+	// (/v1/completions, /v1/chat/completions, /v1/embeddings, /v1/rerank).
+	Endpoint string
+	// Backend is openai (default), vllm, openai-chat, openai-embeddings or
+	// vllm-rerank.
+	Backend string
+	// Model is the model id; ModelName, when set, is the name sent in
+	// requests (the served model name).
+	Model, ModelName string
+	// Tokenizer counts output tokens when the server sends no usage.
+	Tokenizer *tokenizer.Tokenizer
+	// RequestRate is the mean request rate in req/s; 0 or +Inf sends
+	// every request at once.
+	RequestRate float64
+	// Burstiness is the gamma shape of the gaps; 0 means 1 (Poisson),
+	// +Inf constant gaps.
+	Burstiness float64
+	// RampUp, when set, replaces RequestRate by a rising rate.
+	RampUp *RampUp
+	// MaxConcurrency limits the requests in flight; 0 means no limit.
+	MaxConcurrency int
+	// NumWarmups is the number of warm-up requests (the first sample)
+	// sent before the run and not recorded in it.
+	NumWarmups int
+	// ReadyTimeout is how long to wait for the server to answer the first
+	// sample successfully (retrying every ReadyInterval); 0 skips the
+	// check. A 4xx answer stops the wait at once.
+	ReadyTimeout time.Duration
+	// ReadyInterval is the pause between readiness probes; 0 means 5 s.
+	ReadyInterval time.Duration
+	// RequestTimeout bounds each request; 0 means none.
+	RequestTimeout time.Duration
+	// MaxDuration stops the run after this long (in-flight requests end
+	// as canceled, unsent ones are marked Unsent); 0 means no limit.
+	MaxDuration time.Duration
+	// Seed seeds the arrival process and the LoRA choice.
+	Seed int64
+	// IgnoreEOS sends ignore_eos: true.
+	IgnoreEOS bool
+	// Logprobs is sent as logprobs by the completions backends.
+	Logprobs *int
+	// Sampling holds temperature, top_p, top_k, min_p and penalties.
+	Sampling client.Sampling
+	// ExtraBody is merged into every payload last.
+	ExtraBody map[string]any
+	// Headers are sent with every request.
+	Headers map[string]string
+	// LoRAModules, when set, are chosen at random per request and sent
+	// as the model.
+	LoRAModules []string
+	// RequestIDPrefix prefixes the index of samples that carry no
+	// RequestID; empty means "bench-<8 hex digits>-" as vLLM does.
+	RequestIDPrefix string
+	// RerankDocuments are the documents sent with every rerank query.
+	RerankDocuments []string
+	// Profile calls /start_profile before the run and /stop_profile after.
+	Profile bool
+	// TraceArrivals replays each Sample.Arrival instead of the synthetic
+	// process, sped up by TraceSpeed (0 means 1).
+	TraceArrivals bool
+	TraceSpeed    float64
+	// Progress, when set, is called after each request with the number
+	// done and the total; calls are serialized.
+	Progress func(done, total int)
+	// HTTPClient sends the requests; nil builds one sized for the run.
+	HTTPClient *http.Client
+}
+
+// A Result is what a run produced.
+type Result struct {
+	// Records holds one record per sample, in sample order.
+	Records []metrics.Record
+	// Duration is the benchmark duration as vLLM measures it: from just
+	// before the first request is scheduled to the end of the last one.
+	Duration time.Duration
+	// Start is the wall-clock time of the run's time zero.
+	Start time.Time
+	// Schedule is the arrival schedule used (nil for trace replay).
+	Schedule *Schedule
+	// RPSChanges are the ramp-up's RPS change events (vLLM's
+	// rps_change_events); nil without ramp-up.
+	RPSChanges []metrics.RPSChange
+	// Warmups holds the warm-up requests' records.
+	Warmups []metrics.Record
+	// Stopped is why the run ended early (context cancellation or
+	// ErrMaxDuration); nil when every request ran.
+	Stopped error
+	// Warnings are non-fatal problems, such as a failed profiler call.
+	Warnings []error
+}
+
+// Run runs the benchmark described by cfg over samples. It returns an error
+// only for a bad configuration or a server that never became ready; a
+// canceled run returns its records so far with Result.Stopped set.
+func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, error) {
+	if len(samples) == 0 {
+		return nil, errors.New("run: no samples")
+	}
+	if err := cfg.normalize(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	var sched *Schedule
+	if !cfg.TraceArrivals {
+		var err error
+		sched, err = NewSchedule(len(samples), cfg.RequestRate, cfg.Burstiness, cfg.RampUp, cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	c := cfg.client()
+	first := cfg.request(samples[0], 0, "")
+	first.RequestID = ""
+	if cfg.ReadyTimeout > 0 {
+		if err := waitReady(ctx, c, first, cfg.ReadyTimeout, cfg.ReadyInterval); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	res := &Result{Schedule: sched}
+	res.Warmups = warmUp(ctx, c, first, cfg.NumWarmups, cfg.MaxConcurrency)
+	if cfg.Profile {
+		if err := profile(ctx, c.HTTP, cfg.BaseURL+"/start_profile"); err != nil {
+			res.Warnings = append(res.Warnings, err)
+		}
+	}
+	offsets := cfg.offsets(sched, samples)
+	reqs := make([]client.Request, len(samples))
+	lora := cfg.loraChoices(len(samples))
+	for i, s := range samples {
+		reqs[i] = cfg.request(s, i, lora[i])
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if cfg.MaxDuration > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, cfg.MaxDuration, ErrMaxDuration)
+		defer stop()
+	}
+	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, rates: nil}
+	if sched != nil {
+		d.rates = sched.Rates
+	}
+	d.run(runCtx, res)
+	if runCtx.Err() != nil {
+		res.Stopped = context.Cause(runCtx)
+	}
+	if cfg.Profile {
+		if err := profile(context.WithoutCancel(ctx), c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
+			res.Warnings = append(res.Warnings, err)
+		}
+	}
+	return res, nil
+}
+
+// normalize fills defaults and checks the configuration.
+func (cfg *Config) normalize() error {
+	if cfg.Backend == "" {
+		cfg.Backend = client.BackendOpenAI
+	}
+	if cfg.Endpoint == "" {
+		switch cfg.Backend {
+		case client.BackendOpenAIChat:
+			cfg.Endpoint = "/v1/chat/completions"
+		case client.BackendOpenAIEmbeddings:
+			cfg.Endpoint = "/v1/embeddings"
+		case client.BackendVLLMRerank:
+			cfg.Endpoint = "/v1/rerank"
+		default:
+			cfg.Endpoint = "/v1/completions"
+		}
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.BaseURL == "" {
+		return errors.New("no base URL")
+	}
+	if cfg.Model == "" {
+		return errors.New("no model")
+	}
+	if err := client.CheckEndpoint(cfg.Backend, cfg.BaseURL+cfg.Endpoint); err != nil {
+		return err
+	}
+	if cfg.MaxConcurrency < 0 || cfg.NumWarmups < 0 {
+		return errors.New("max concurrency and warm-ups must not be negative")
+	}
+	if cfg.TraceSpeed == 0 {
+		cfg.TraceSpeed = 1
+	}
+	if !(cfg.TraceSpeed > 0) {
+		return fmt.Errorf("trace speed must be positive, got %v", cfg.TraceSpeed)
+	}
+	if cfg.ReadyInterval <= 0 {
+		cfg.ReadyInterval = 5 * time.Second
+	}
+	if cfg.RequestIDPrefix == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.RequestIDPrefix = "bench-" + hex.EncodeToString(b[:]) + "-"
+	}
+	return nil
+}
+
+// client builds the request client of the run.
+func (cfg *Config) client() *client.Client {
+	h := cfg.HTTPClient
+	if h == nil {
+		h = client.NewHTTPClient(cfg.MaxConcurrency)
+	}
+	return &client.Client{
+		Backend:   cfg.Backend,
+		URL:       cfg.BaseURL + cfg.Endpoint,
+		Model:     cfg.Model,
+		ModelName: cfg.ModelName,
+		HTTP:      h,
+		Epoch:     time.Now(),
+		Timeout:   cfg.RequestTimeout,
+		Tokenizer: cfg.Tokenizer,
+		Sampling:  cfg.Sampling,
+		Logprobs:  cfg.Logprobs,
+		IgnoreEOS: cfg.IgnoreEOS,
+		ExtraBody: cfg.ExtraBody,
+		Headers:   cfg.Headers,
+	}
+}
+
+// request turns sample i into a client request.
+func (cfg *Config) request(s dataset.Sample, i int, model string) client.Request {
+	id := s.RequestID
+	if id == "" {
+		id = cfg.RequestIDPrefix + strconv.Itoa(i)
+	}
+	r := client.Request{
+		Prompt:    s.Prompt,
+		PromptLen: s.PromptLen,
+		OutputLen: s.OutputLen,
+		RequestID: id,
+		Model:     model,
+	}
+	if cfg.Backend == client.BackendVLLMRerank {
+		r.Documents = cfg.RerankDocuments
+	}
+	return r
+}
+
+// offsets returns each request's send time from the start of the run.
+func (cfg *Config) offsets(sched *Schedule, samples []dataset.Sample) []time.Duration {
+	if sched != nil {
+		return sched.Offsets
+	}
+	out := make([]time.Duration, len(samples))
+	for i, s := range samples {
+		if s.HasArrival {
+			out[i] = time.Duration(math.Round(float64(s.Arrival) / cfg.TraceSpeed))
+		}
+		if i > 0 && out[i] < out[i-1] {
+			out[i] = out[i-1]
+		}
+	}
+	return out
+}

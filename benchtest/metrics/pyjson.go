@@ -1,0 +1,222 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file writes JSON the way Python's json.dump does with its defaults
+// (", " and ": " separators, ASCII-only strings, float repr, NaN and
+// Infinity allowed), so that a result file is byte-compatible with the one
+// vllm bench serve writes.
+
+// A field is one key of an ordered JSON object.
+type field struct {
+	Key   string
+	Value any
+}
+
+// object is a JSON object that keeps insertion order; set replaces the
+// value of an existing key in place, like a Python dict.
+type object []field
+
+func (o *object) set(key string, v any) {
+	for i := range *o {
+		if (*o)[i].Key == key {
+			(*o)[i].Value = v
+			return
+		}
+	}
+	*o = append(*o, field{key, v})
+}
+
+func (o *object) del(key string) {
+	for i := range *o {
+		if (*o)[i].Key == key {
+			*o = append((*o)[:i], (*o)[i+1:]...)
+			return
+		}
+	}
+}
+
+// pyFloat formats f as Python's repr(float).
+func pyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
+	neg := strings.HasPrefix(e, "-")
+	e = strings.TrimPrefix(e, "-")
+	mant, expStr, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(expStr)
+	digits := strings.Replace(mant, ".", "", 1)
+	var out string
+	if decpt := exp + 1; decpt <= -4 || decpt > 16 {
+		m := digits[:1]
+		if len(digits) > 1 {
+			m += "." + digits[1:]
+		}
+		sign := "+"
+		if exp < 0 {
+			sign, exp = "-", -exp
+		}
+		out = fmt.Sprintf("%se%s%02d", m, sign, exp)
+	} else if decpt <= 0 {
+		out = "0." + strings.Repeat("0", -decpt) + digits
+	} else if decpt >= len(digits) {
+		out = digits + strings.Repeat("0", decpt-len(digits)) + ".0"
+	} else {
+		out = digits[:decpt] + "." + digits[decpt:]
+	}
+	if neg {
+		return "-" + out
+	}
+	return out
+}
+
+// writePyJSON appends the JSON form of v to b. It knows the value types
+// the result files use.
+func writePyJSON(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		switch {
+		case math.IsInf(x, 1):
+			return append(b, "Infinity"...)
+		case math.IsInf(x, -1):
+			return append(b, "-Infinity"...)
+		case math.IsNaN(x):
+			return append(b, "NaN"...)
+		}
+		return append(b, pyFloat(x)...)
+	case string:
+		return appendPyString(b, x)
+	case object:
+		b = append(b, '{')
+		for i, f := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyString(b, f.Key)
+			b = append(b, ": "...)
+			b = writePyJSON(b, f.Value)
+		}
+		return append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = writePyJSON(b, e)
+		}
+		return append(b, ']')
+	case []int:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = strconv.AppendInt(b, int64(e), 10)
+		}
+		return append(b, ']')
+	case []float64:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = writePyJSON(b, e)
+		}
+		return append(b, ']')
+	case []string:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyString(b, e)
+		}
+		return append(b, ']')
+	case [][]float64:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = writePyJSON(b, e)
+		}
+		return append(b, ']')
+	case map[string]any:
+		o := make(object, 0, len(x))
+		for _, k := range sortedKeys(x) {
+			o = append(o, field{k, x[k]})
+		}
+		return writePyJSON(b, o)
+	case map[string]string:
+		o := make(object, 0, len(x))
+		for _, k := range sortedKeys(x) {
+			o = append(o, field{k, x[k]})
+		}
+		return writePyJSON(b, o)
+	default:
+		return appendPyString(b, fmt.Sprint(x))
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendPyString appends s as a JSON string with json.dumps's default
+// ensure_ascii escaping (non-ASCII as \uXXXX, astral planes as surrogate
+// pairs).
+func appendPyString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b = append(b, `\"`...)
+		case r == '\\':
+			b = append(b, `\\`...)
+		case r == '\n':
+			b = append(b, `\n`...)
+		case r == '\r':
+			b = append(b, `\r`...)
+		case r == '\t':
+			b = append(b, `\t`...)
+		case r == '\b':
+			b = append(b, `\b`...)
+		case r == '\f':
+			b = append(b, `\f`...)
+		case r < 0x20 || (r >= 0x7f && r < utf8.RuneSelf):
+			b = appendU(b, r)
+		case r < utf8.RuneSelf:
+			b = append(b, byte(r))
+		case r > 0xffff:
+			r -= 0x10000
+			b = appendU(b, 0xd800+(r>>10))
+			b = appendU(b, 0xdc00+(r&0x3ff))
+		default:
+			b = appendU(b, r)
+		}
+	}
+	return append(b, '"')
+}
+
+func appendU(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}

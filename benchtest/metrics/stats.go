@@ -1,0 +1,144 @@
+package metrics
+
+import (
+	"math"
+	"slices"
+)
+
+// The functions in this file reproduce numpy's float64 reductions bit for
+// bit where that is cheap: sums use numpy's pairwise summation (blocks of
+// 128 with eight accumulators), the standard deviation is the population
+// one computed in two passes like np.std, and percentiles use numpy's
+// default "linear" method including its two-sided interpolation formula.
+
+// pairwiseBlock is numpy's PW_BLOCKSIZE.
+const pairwiseBlock = 128
+
+// pairwiseSum adds xs in the order numpy's add.reduce does for a
+// contiguous float64 array.
+func pairwiseSum(xs []float64) float64 {
+	n := len(xs)
+	switch {
+	case n < 8:
+		var s float64
+		for _, x := range xs {
+			s += x
+		}
+		return s
+	case n <= pairwiseBlock:
+		var r [8]float64
+		copy(r[:], xs[:8])
+		i := 8
+		for ; i < n-n%8; i += 8 {
+			r[0] += xs[i]
+			r[1] += xs[i+1]
+			r[2] += xs[i+2]
+			r[3] += xs[i+3]
+			r[4] += xs[i+4]
+			r[5] += xs[i+5]
+			r[6] += xs[i+6]
+			r[7] += xs[i+7]
+		}
+		s := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+		for ; i < n; i++ {
+			s += xs[i]
+		}
+		return s
+	default:
+		n2 := n / 2
+		n2 -= n2 % 8
+		return pairwiseSum(xs[:n2]) + pairwiseSum(xs[n2:])
+	}
+}
+
+// mean is np.mean(xs or 0): 0 for an empty slice.
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return pairwiseSum(xs) / float64(len(xs))
+}
+
+// std is np.std(xs or 0), the population standard deviation.
+func std(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := mean(xs)
+	sq := make([]float64, len(xs))
+	for i, x := range xs {
+		d := x - m
+		sq[i] = d * d
+	}
+	return math.Sqrt(pairwiseSum(sq) / float64(len(xs)))
+}
+
+// median is np.median of an ascending slice (0 when empty).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	switch {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return sorted[n/2]
+	default:
+		return (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+}
+
+// percentile is np.percentile(xs, p) with the default linear method for an
+// ascending slice (0 when empty). p is in [0, 100].
+func percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	q := p / 100
+	vi := float64(n-1) * q
+	if vi >= float64(n-1) {
+		return sorted[n-1]
+	}
+	if vi < 0 {
+		return sorted[0]
+	}
+	lo := math.Floor(vi)
+	g := vi - lo
+	a, b := sorted[int(lo)], sorted[int(lo)+1]
+	d := b - a
+	if g >= 0.5 {
+		return b - d*(1-g)
+	}
+	return a + d*g
+}
+
+// A Stats holds the summary statistics of one latency metric in
+// milliseconds, as vLLM reports them, and keeps the sorted samples (in
+// seconds) so that any percentile can be asked for later.
+type Stats struct {
+	// Mean, Median and Std (population) in milliseconds.
+	Mean, Median, Std float64
+	// Count is the number of samples.
+	Count int
+	// sorted holds the samples in seconds, ascending.
+	sorted []float64
+}
+
+// newStats summarises samples given in seconds; xs keeps its order (the
+// mean depends on it) and is not modified.
+func newStats(xs []float64) Stats {
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	return Stats{
+		Mean:   mean(xs) * 1000,
+		Median: median(sorted) * 1000,
+		Std:    std(xs) * 1000,
+		Count:  len(xs),
+		sorted: sorted,
+	}
+}
+
+// Percentile returns the p-th percentile (0 ≤ p ≤ 100) in milliseconds,
+// computed like np.percentile(samples, p) * 1000.
+func (s Stats) Percentile(p float64) float64 {
+	return percentile(s.sorted, p) * 1000
+}

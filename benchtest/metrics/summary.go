@@ -1,0 +1,247 @@
+package metrics
+
+import (
+	"math"
+	"time"
+)
+
+// Options selects what a Summary reports, like vllm bench serve's
+// --percentile-metrics, --metric-percentiles and --goodput flags.
+type Options struct {
+	// PercentileMetrics are the metrics whose mean, median, std and
+	// percentiles go into the result JSON. Default: ttft, tpot, itl for
+	// generation and e2el for pooling (vLLM's defaults).
+	PercentileMetrics []string
+	// Percentiles are the percentiles reported (0–100). Default: 99.
+	Percentiles []float64
+	// Goodput holds the goodput SLOs in milliseconds, keyed "ttft", "tpot"
+	// or "e2el". A request is good when it meets all of them.
+	Goodput map[string]float64
+	// Pooling selects vLLM's metrics for embeddings and rerank requests
+	// (calculate_metrics_for_embeddings) instead of generation metrics.
+	Pooling bool
+}
+
+// A Summary carries every number of vLLM's result JSON plus servegate's
+// extras. Latencies are in milliseconds, throughputs per second.
+type Summary struct {
+	// Options are the options the summary was computed with, defaults
+	// filled in.
+	Options Options
+	// Duration is the benchmark duration the rates divide by.
+	Duration time.Duration
+	// Completed and Failed count successful and failed requests.
+	Completed, Failed int
+	// TotalInput and TotalOutput are the prompt and generated tokens of
+	// the successful requests.
+	TotalInput, TotalOutput int
+	// RequestThroughput is completed requests per second.
+	RequestThroughput float64
+	// RequestGoodput is good requests per second; meaningful only when
+	// Options.Goodput is set.
+	RequestGoodput float64
+	// OutputThroughput is generated tokens per second.
+	OutputThroughput float64
+	// TotalTokenThroughput is prompt plus generated tokens per second.
+	TotalTokenThroughput float64
+	// MaxOutputTokensPerS is the most output tokens seen in one
+	// one-second bucket, MaxConcurrentRequests the most requests active
+	// in one bucket.
+	MaxOutputTokensPerS   float64
+	MaxConcurrentRequests int
+	// TTFT, TPOT, ITL and E2EL are vLLM's latency metrics.
+	TTFT, TPOT, ITL, E2EL Stats
+	// Queue is the client queue time (waiting for a concurrency slot) of
+	// every sent request.
+	Queue Stats
+	// ScheduleLag is send time minus scheduled time of every sent request.
+	ScheduleLag Stats
+	// E2ELWithQueue is the end-to-end latency measured from the scheduled
+	// send time, for the successful requests.
+	E2ELWithQueue Stats
+	// FailuresByKind counts failed requests by kind.
+	FailuresByKind map[FailureKind]int
+	// OutputLens holds each request's output tokens (0 when failed), in
+	// record order, as vLLM's output_lens.
+	OutputLens []int
+
+	records []Record
+}
+
+// Summarize computes the summary of records for a run that took duration,
+// the way vLLM's calculate_metrics (or calculate_metrics_for_embeddings
+// when opts.Pooling) does. Records marked Unsent are left out.
+func Summarize(records []Record, duration time.Duration, opts Options) *Summary {
+	if len(opts.PercentileMetrics) == 0 {
+		opts.PercentileMetrics = []string{"ttft", "tpot", "itl"}
+		if opts.Pooling {
+			opts.PercentileMetrics = []string{"e2el"}
+		}
+	}
+	if len(opts.Percentiles) == 0 {
+		opts.Percentiles = []float64{99}
+	}
+	s := &Summary{
+		Options:        opts,
+		Duration:       duration,
+		FailuresByKind: map[FailureKind]int{},
+		OutputLens:     make([]int, len(records)),
+		records:        records,
+	}
+	dur := seconds(duration)
+	var ttfts, tpots, allTPOTs, itls, e2els, queues, lags, e2elq []float64
+	for i := range records {
+		r := &records[i]
+		if r.Unsent {
+			continue
+		}
+		queues = append(queues, seconds(r.Start-r.Dispatched))
+		lags = append(lags, seconds(r.Start-r.Scheduled))
+		if !r.Success {
+			s.Failed++
+			kind := r.Failure
+			if kind == FailureNone {
+				kind = FailureStream
+			}
+			s.FailuresByKind[kind]++
+			continue
+		}
+		s.Completed++
+		lat := seconds(r.Latency)
+		e2els = append(e2els, lat)
+		e2elq = append(e2elq, seconds(r.Start-r.Scheduled+r.Latency))
+		if opts.Pooling {
+			s.TotalInput += r.InputLen(true)
+			continue
+		}
+		out := r.OutputTokens
+		s.OutputLens[i] = out
+		s.TotalOutput += out
+		s.TotalInput += r.PromptLen
+		ttft := seconds(r.TTFT)
+		var tpot float64
+		if out > 1 {
+			tpot = (lat - ttft) / float64(out-1)
+			tpots = append(tpots, tpot)
+		}
+		allTPOTs = append(allTPOTs, tpot)
+		for _, g := range r.ITL {
+			itls = append(itls, seconds(g))
+		}
+		ttfts = append(ttfts, ttft)
+	}
+	s.RequestThroughput = float64(s.Completed) / dur
+	s.OutputThroughput = float64(s.TotalOutput) / dur
+	s.TotalTokenThroughput = float64(s.TotalInput+s.TotalOutput) / dur
+	if len(opts.Goodput) > 0 {
+		s.RequestGoodput = float64(goodCount(opts.Goodput, ttfts, allTPOTs, e2els)) / dur
+	}
+	s.TTFT, s.TPOT, s.ITL, s.E2EL = newStats(ttfts), newStats(tpots), newStats(itls), newStats(e2els)
+	s.Queue, s.ScheduleLag, s.E2ELWithQueue = newStats(queues), newStats(lags), newStats(e2elq)
+	if !opts.Pooling {
+		s.MaxOutputTokensPerS, s.MaxConcurrentRequests = peaks(records)
+	}
+	return s
+}
+
+// seconds converts a duration to float seconds exactly as a division of
+// nanoseconds by 1e9.
+func seconds(d time.Duration) float64 { return float64(d) / 1e9 }
+
+// goodCount counts the requests that meet every SLO (milliseconds).
+func goodCount(slo map[string]float64, ttfts, tpots, e2els []float64) int {
+	type check struct {
+		vals  []float64
+		limit float64
+	}
+	var checks []check
+	for _, c := range []struct {
+		name string
+		vals []float64
+	}{{"ttft", ttfts}, {"tpot", tpots}, {"e2el", e2els}} {
+		if v, ok := slo[c.name]; ok {
+			checks = append(checks, check{c.vals, v / 1000})
+		}
+	}
+	good := 0
+	if len(checks) == 0 {
+		return 0
+	}
+	for i := range ttfts {
+		ok := true
+		for _, c := range checks {
+			if !(c.limit >= c.vals[i]) {
+				ok = false
+			}
+		}
+		if ok {
+			good++
+		}
+	}
+	return good
+}
+
+// peaks computes vLLM's peak output tokens per second and the concurrent
+// requests in the busiest second from one-second buckets over the
+// successful requests, counting each output chunk as one token unless the
+// record carries per-chunk token counts.
+func peaks(records []Record) (float64, int) {
+	first := true
+	var minStart, maxEnd float64
+	for i := range records {
+		r := &records[i]
+		if !r.Success {
+			continue
+		}
+		st, end := seconds(r.Start), seconds(r.Start)+seconds(r.Latency)
+		if first || st < minStart {
+			minStart = st
+		}
+		if first || end > maxEnd {
+			maxEnd = end
+		}
+		first = false
+	}
+	if first {
+		return 0, 0
+	}
+	n := int(math.Ceil(maxEnd-minStart)) + 1
+	tokens := make([]float64, n)
+	conc := make([]float64, n)
+	for i := range records {
+		r := &records[i]
+		if !r.Success {
+			continue
+		}
+		st := seconds(r.Start)
+		t := st + seconds(r.TTFT)
+		addTokens(tokens, int(t-minStart), chunkTokens(r, 0))
+		for j, g := range r.ITL {
+			t += seconds(g)
+			addTokens(tokens, int(t-minStart), chunkTokens(r, j+1))
+		}
+		from, to := int(st-minStart), int(st+seconds(r.Latency)-minStart)
+		for sec := from; sec <= to && sec < n; sec++ {
+			conc[sec]++
+		}
+	}
+	var maxTok, maxConc float64
+	for i := range tokens {
+		maxTok = max(maxTok, tokens[i])
+		maxConc = max(maxConc, conc[i])
+	}
+	return maxTok, int(maxConc)
+}
+
+func addTokens(buckets []float64, b, n int) {
+	if b >= 0 && b < len(buckets) {
+		buckets[b] += float64(n)
+	}
+}
+
+func chunkTokens(r *Record, i int) int {
+	if r.ChunkTokens == nil || i >= len(r.ChunkTokens) {
+		return 1
+	}
+	return r.ChunkTokens[i]
+}
