@@ -19,4 +19,11 @@ type Sample struct {
 	Arrival time.Duration
 	// HasArrival says the dataset carries arrival times (trace replay).
 	HasArrival bool
+	// Documents are the documents to score against Prompt (the query) for
+	// the vllm-rerank backend; nil for every other dataset.
+	Documents []string
+	// Inputs, when set, are the texts of one batched embeddings request
+	// (random with BatchSize > 1, random-rerank with NoReranker); Prompt is
+	// then empty.
+	Inputs []string
 }
