@@ -6,6 +6,7 @@ require (
 	github.com/daulet/tokenizers v1.22.1
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.45.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

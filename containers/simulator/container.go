@@ -1,0 +1,178 @@
+package simulator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+// Port is the simulator's port inside the container.
+const Port = "8000/tcp"
+
+// A Container is a running simulator container.
+type Container struct {
+	testcontainers.Container
+}
+
+// options are the simulator's settings for Run.
+type options struct {
+	profile  string
+	slowdown float64
+	knobs    map[string]string
+	logw     io.Writer
+	timeout  time.Duration
+}
+
+// An Option configures the simulator that Run starts. Options are also
+// testcontainers.ContainerCustomizers, so they mix with the generic ones.
+type Option func(*options) error
+
+// Customize implements testcontainers.ContainerCustomizer; the work is done
+// by Run.
+func (o Option) Customize(*testcontainers.GenericContainerRequest) error { return nil }
+
+// WithProfile selects a shipped profile by name (see Profiles).
+func WithProfile(name string) Option {
+	return func(o *options) error { o.profile = name; return nil }
+}
+
+// WithSlowdown sets the global slowdown factor (1.10 = 10% slower steps).
+func WithSlowdown(f float64) Option {
+	return func(o *options) error {
+		if !(f > 0) {
+			return fmt.Errorf("slowdown must be > 0, got %v", f)
+		}
+		o.slowdown = f
+		return nil
+	}
+}
+
+// WithKnob sets one knob by its YAML key, like the flag of the same name
+// (WithKnob("max_num_seqs", "8")).
+func WithKnob(key, value string) Option {
+	return func(o *options) error {
+		var p Params
+		if err := p.Set(key, value); err != nil {
+			return err
+		}
+		if o.knobs == nil {
+			o.knobs = map[string]string{}
+		}
+		o.knobs[key] = value
+		return nil
+	}
+}
+
+// WithBuildLog sends image build progress to w.
+func WithBuildLog(w io.Writer) Option {
+	return func(o *options) error { o.logw = w; return nil }
+}
+
+// WithStartupTimeout bounds the wait for /health (default 2 minutes).
+func WithStartupTimeout(d time.Duration) Option {
+	return func(o *options) error { o.timeout = d; return nil }
+}
+
+// Run builds the simulator image if needed (see Image), starts it and waits
+// until /health answers 200. On error it returns the partial container with
+// the error, so callers clean up with testcontainers.CleanupContainer before
+// checking the error. It sets the hermetic testcontainers defaults for
+// variables that are unset (see dockertest.SetDefaults).
+func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
+	o := options{timeout: 2 * time.Minute}
+	for _, opt := range opts {
+		if so, ok := opt.(Option); ok {
+			if err := so(&o); err != nil {
+				return nil, fmt.Errorf("run simulator: %w", err)
+			}
+		}
+	}
+	img, err := Image(ctx, o.logw)
+	if err != nil {
+		return nil, fmt.Errorf("run simulator: %w", err)
+	}
+	args := []string{"--port", strings.TrimSuffix(Port, "/tcp")}
+	if o.profile != "" {
+		args = append(args, "--profile", o.profile)
+	}
+	if o.slowdown > 0 {
+		args = append(args, "--slowdown", strconv.FormatFloat(o.slowdown, 'g', -1, 64))
+	}
+	keys := make([]string, 0, len(o.knobs))
+	for k := range o.knobs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+o.knobs[k])
+	}
+	all := []testcontainers.ContainerCustomizer{
+		testcontainers.WithExposedPorts(Port),
+		testcontainers.WithCmd(args...),
+		testcontainers.WithWaitStrategy(wait.ForHTTP("/health").WithPort(Port).WithStartupTimeout(o.timeout)),
+	}
+	all = append(all, opts...)
+	ctr, err := testcontainers.Run(ctx, img, all...)
+	var c *Container
+	if ctr != nil {
+		c = &Container{Container: ctr}
+	}
+	if err != nil {
+		return c, fmt.Errorf("run simulator: %w", err)
+	}
+	return c, nil
+}
+
+// BaseURL is the simulator's address from the host: http://host:port.
+func (c *Container) BaseURL(ctx context.Context) (string, error) {
+	host, err := c.Host(ctx)
+	if err != nil {
+		return "", fmt.Errorf("simulator base url: %w", err)
+	}
+	port, err := c.MappedPort(ctx, Port)
+	if err != nil {
+		return "", fmt.Errorf("simulator base url: %w", err)
+	}
+	return "http://" + host + ":" + port.Port(), nil
+}
+
+// Truth fetches one request's ground truth from /debug/requests/{id}.
+func (c *Container) Truth(ctx context.Context, id string) (Truth, error) {
+	base, err := c.BaseURL(ctx)
+	if err != nil {
+		return Truth{}, err
+	}
+	return FetchTruth(ctx, http.DefaultClient, base, id)
+}
+
+// FetchTruth fetches one request's ground truth from a simulator at base.
+func FetchTruth(ctx context.Context, hc *http.Client, base, id string) (Truth, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/requests/"+url.PathEscape(id), nil)
+	if err != nil {
+		return Truth{}, fmt.Errorf("fetch truth: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Truth{}, fmt.Errorf("fetch truth: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return Truth{}, fmt.Errorf("fetch truth %s: status %d: %s", id, resp.StatusCode, body)
+	}
+	var t Truth
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+		return Truth{}, fmt.Errorf("fetch truth %s: %w", id, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,85 @@
+package simulator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/servegate/servegate/containers/dockertest"
+)
+
+// TestContainer builds the image (or finds it by content hash), starts it,
+// streams one completion, checks the ground truth, and cleans up.
+func TestContainer(t *testing.T) {
+	dockertest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	ctr, err := Run(ctx, WithProfile("cpu-small"), WithKnob("step_fixed_ms", "5"), WithBuildLog(os.Stderr))
+	testcontainers.CleanupContainer(t, ctr)
+	require.NoError(t, err)
+	base, err := ctr.BaseURL(ctx)
+	require.NoError(t, err)
+
+	body := `{"model":"servegate/sim-cpu-small","prompt":"The quick brown fox","max_tokens":8,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "container-1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	var texts []string
+	var usage map[string]int
+	done := false
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			done = true
+			break
+		}
+		var c struct {
+			Choices []struct{ Text string } `json:"choices"`
+			Usage   map[string]int          `json:"usage"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &c), line)
+		if len(c.Choices) > 0 {
+			texts = append(texts, c.Choices[0].Text)
+		}
+		if c.Usage != nil {
+			usage = c.Usage
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.True(t, done, "stream ended without [DONE]")
+	require.Len(t, texts, 8)
+	// The image carries the Llama-3 tokenizer: "<|begin_of_text|>The quick brown fox" is 5 tokens.
+	require.Equal(t, map[string]int{"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}, usage)
+
+	truth, err := ctr.Truth(ctx, "container-1")
+	require.NoError(t, err)
+	require.Equal(t, 8, truth.OutputTokens)
+	require.Len(t, truth.ChunkMS, 8)
+	require.Equal(t, "length", truth.FinishReason)
+
+	// A second Image call finds the image by its hash instead of rebuilding.
+	tag, err := Image(ctx, nil)
+	require.NoError(t, err)
+	inspect, err := ctr.Inspect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tag, inspect.Config.Image)
+}

@@ -1,0 +1,342 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// engine is the continuous-batching model. One goroutine runs steps in real
+// time: each step admits and schedules sequences under max_num_seqs and the
+// token budget (prefilling long prompts in chunks), allocates KV blocks
+// (preempting the latest admitted sequence when none is free), sleeps for
+// the step's modelled duration, then hands each sequence whose known tokens
+// are all computed one new token. Queueing, saturation and the knee come
+// out of this loop; nothing looks at the offered load.
+type engine struct {
+	p   Params
+	kv  *kvCache
+	rng *rand.Rand
+
+	waiting []*seq // FIFO; preempted sequences go back to the front
+	running []*seq // admission order; the last one is preempted first
+
+	mu      sync.Mutex
+	inbox   []*seq
+	aborted []*seq
+	wake    chan struct{}
+	stats   engineStats
+	metrics *metrics
+}
+
+// engineStats is what /metrics reads of the engine, updated every step.
+type engineStats struct {
+	Running, Waiting int
+	KVUsage          float64
+	Steps            int64
+}
+
+// stepPlan is one sequence's share of a step.
+type stepPlan struct {
+	s      *seq
+	numNew int
+}
+
+// catchUp is how late a step may end and the next one still start at the
+// modelled instant rather than now, so timer overshoot does not accumulate
+// into the token rate.
+const catchUp = 2 * time.Millisecond
+
+func newEngine(p Params, m *metrics) *engine {
+	return &engine{
+		p:       p,
+		kv:      newKVCache(p.NumKVBlocks, p.BlockSize, p.EnablePrefixCaching),
+		rng:     rand.New(rand.NewPCG(uint64(p.Seed), 0x5e4e9a7e)),
+		wake:    make(chan struct{}, 1),
+		metrics: m,
+	}
+}
+
+// submit queues a sequence; the engine admits it at its next step.
+func (e *engine) submit(s *seq) {
+	e.mu.Lock()
+	e.inbox = append(e.inbox, s)
+	e.mu.Unlock()
+	e.poke()
+}
+
+// abort removes a sequence (the client went away) at the next step.
+func (e *engine) abort(s *seq) {
+	e.mu.Lock()
+	e.aborted = append(e.aborted, s)
+	e.mu.Unlock()
+	e.poke()
+}
+
+func (e *engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *engine) snapshot() engineStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// run is the step loop; it returns when ctx is done.
+func (e *engine) run(ctx context.Context) {
+	var next time.Time // when the previous step ended, as modelled
+	for {
+		e.drainInbox()
+		if len(e.waiting) == 0 && len(e.running) == 0 {
+			e.publish()
+			select {
+			case <-ctx.Done():
+				return
+			case <-e.wake:
+			}
+			next = time.Time{}
+			continue
+		}
+		start := time.Now()
+		if !next.IsZero() && start.Sub(next) < catchUp {
+			start = next
+		}
+		plan := e.schedule(start)
+		d := e.stepDuration(plan)
+		end := start.Add(d)
+		e.publish()
+		if wait := time.Until(end); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		} else if d == 0 {
+			runtime.Gosched()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		e.finishStep(plan, end)
+		next = end
+	}
+}
+
+// drainInbox moves new sequences to the waiting queue and drops aborted ones.
+func (e *engine) drainInbox() {
+	e.mu.Lock()
+	inbox, aborted := e.inbox, e.aborted
+	e.inbox, e.aborted = nil, nil
+	e.mu.Unlock()
+	for _, s := range inbox {
+		s.state = seqWaiting
+		e.waiting = append(e.waiting, s)
+	}
+	for _, s := range aborted {
+		if s.state == seqDone {
+			continue
+		}
+		e.waiting = remove(e.waiting, s)
+		e.running = remove(e.running, s)
+		e.free(s)
+		s.state = seqDone
+		s.deliver(nil, time.Now(), "abort")
+	}
+}
+
+func remove(q []*seq, s *seq) []*seq {
+	for i, x := range q {
+		if x == s {
+			return append(q[:i], q[i+1:]...)
+		}
+	}
+	return q
+}
+
+func (e *engine) free(s *seq) {
+	e.kv.release(s.blocks)
+	s.blocks = nil
+	s.committed = 0
+}
+
+// schedule picks this step's work: running sequences first (a decode token
+// each, or the next prefill chunk), then waiting ones while there is room.
+// Like vLLM, no new sequence is admitted in a step that had to preempt.
+func (e *engine) schedule(now time.Time) []stepPlan {
+	budget := e.p.MaxNumBatchedTokens
+	var plan []stepPlan
+	preempted := false
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		s := e.running[i]
+		n := min(s.numTokens()-s.numComputed, budget)
+		if n <= 0 {
+			continue
+		}
+		for !e.reserve(s, s.numComputed+n) {
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			preempted = true
+			if victim == s {
+				break
+			}
+		}
+		if s.state != seqRunning {
+			break
+		}
+		plan = append(plan, stepPlan{s, n})
+		budget -= n
+	}
+	for !preempted && len(e.waiting) > 0 && len(e.running) < e.p.MaxNumSeqs && budget > 0 {
+		s := e.waiting[0]
+		if len(s.blocks) == 0 {
+			e.hitPrefixCache(s)
+		}
+		n := min(s.numTokens()-s.numComputed, budget)
+		if !e.reserve(s, s.numComputed+n) {
+			e.free(s)
+			s.numComputed = 0
+			break
+		}
+		e.waiting = e.waiting[1:]
+		s.state = seqRunning
+		e.running = append(e.running, s)
+		s.mu.Lock()
+		if s.truth.FirstScheduled == 0 {
+			s.truth.FirstScheduled = now.Sub(s.arrival)
+		}
+		s.mu.Unlock()
+		plan = append(plan, stepPlan{s, n})
+		budget -= n
+	}
+	return plan
+}
+
+// hitPrefixCache gives a sequence the cached blocks of its longest cached
+// prefix. At least one token is always left to compute.
+func (e *engine) hitPrefixCache(s *seq) {
+	bs := e.p.BlockSize
+	full := (s.numTokens() - 1) / bs
+	hits := e.kv.lookup(s.blockHashes(full, bs))
+	e.kv.take(hits)
+	s.blocks = append(s.blocks[:0], hits...)
+	s.numComputed = len(hits) * bs
+	s.committed = len(hits)
+	if !s.queried {
+		s.queried = true
+		e.metrics.prefixQuery(s.numTokens(), s.numComputed)
+		s.mu.Lock()
+		s.truth.CachedTokens = s.numComputed
+		s.mu.Unlock()
+	}
+}
+
+// reserve makes sure s has blocks for its first n tokens.
+func (e *engine) reserve(s *seq, n int) bool {
+	need := (n+e.p.BlockSize-1)/e.p.BlockSize - len(s.blocks)
+	if need <= 0 {
+		return true
+	}
+	ids, ok := e.kv.allocate(need)
+	if !ok {
+		return false
+	}
+	s.blocks = append(s.blocks, ids...)
+	return true
+}
+
+// preempt frees a running sequence's blocks and puts it back at the front of
+// the queue; it recomputes its prompt and output when readmitted.
+func (e *engine) preempt(s *seq) {
+	e.free(s)
+	s.numComputed = 0
+	s.state = seqWaiting
+	e.waiting = append([]*seq{s}, e.waiting...)
+	e.metrics.preemption()
+	s.mu.Lock()
+	s.truth.Preemptions++
+	s.mu.Unlock()
+}
+
+// stepDuration is the modelled time of a step: fixed + per prefill token +
+// per sequence + per context token, times the slowdown, times the jitter.
+func (e *engine) stepDuration(plan []stepPlan) time.Duration {
+	var prefill, ctx int
+	for _, ps := range plan {
+		ctx += ps.s.numComputed
+		decoding := ps.numNew == 1 && len(ps.s.output) > 0 && ps.s.numComputed == ps.s.numTokens()-1
+		if !decoding {
+			prefill += ps.numNew
+		}
+	}
+	ms := e.p.StepFixedMS +
+		float64(prefill)*e.p.PrefillTokenUS/1e3 +
+		float64(len(plan))*e.p.SeqUS/1e3 +
+		float64(ctx)*e.p.ContextTokenNS/1e6
+	ms *= e.p.Slowdown
+	if e.p.Jitter > 0 {
+		z := max(-3, min(3, e.rng.NormFloat64()))
+		ms *= max(0, 1+e.p.Jitter*z)
+	}
+	return time.Duration(math.Round(ms * 1e6))
+}
+
+// finishStep applies a step's work at its end: computed tokens advance, full
+// blocks enter the prefix cache, and every sequence that has computed all
+// its tokens gets a new one (its first token when its prefill completes).
+func (e *engine) finishStep(plan []stepPlan, at time.Time) {
+	bs := e.p.BlockSize
+	for _, ps := range plan {
+		s := ps.s
+		if s.state != seqRunning {
+			continue
+		}
+		s.numComputed += ps.numNew
+		full := s.numComputed / bs
+		hashes := s.blockHashes(full, bs)
+		for ; s.committed < full; s.committed++ {
+			e.kv.commit(s.blocks[s.committed], hashes[s.committed])
+		}
+		if s.numComputed < s.numTokens() {
+			continue
+		}
+		if s.pooling {
+			s.state = seqDone
+			e.running = remove(e.running, s)
+			e.free(s)
+			s.deliver(nil, at, "stop")
+			continue
+		}
+		tok := s.gen.next()
+		s.output = append(s.output, tok)
+		finish := ""
+		if len(s.output) >= s.maxTokens {
+			finish = s.stopAt
+			s.state = seqDone
+			e.running = remove(e.running, s)
+			e.free(s)
+		}
+		e.metrics.generated()
+		s.deliver([]int{tok}, at, finish)
+	}
+	e.mu.Lock()
+	e.stats.Steps++
+	e.mu.Unlock()
+}
+
+func (e *engine) publish() {
+	e.mu.Lock()
+	e.stats.Running = len(e.running)
+	e.stats.Waiting = len(e.waiting) + len(e.inbox)
+	e.stats.KVUsage = e.kv.usage()
+	e.mu.Unlock()
+}

@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Params are every knob of the simulator: the served model, the
+// continuous-batching engine, the latency model, output lengths and faults.
+// A profile (profiles/*.yaml) is a Params written in YAML; flags and
+// environment variables override single fields by the same names (see
+// Knobs). Times are in the unit their name ends with.
+type Params struct {
+	// Model is the served model name (the "model" of /v1/models).
+	Model string `yaml:"model"`
+	// MaxModelLen is the longest prompt plus output, in tokens.
+	MaxModelLen int `yaml:"max_model_len"`
+
+	// MaxNumSeqs is the most sequences that run in one step.
+	MaxNumSeqs int `yaml:"max_num_seqs"`
+	// MaxNumBatchedTokens is the token budget of one step; a prompt longer
+	// than what is left of it is prefilled in chunks over several steps.
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
+	// BlockSize is the number of tokens one KV-cache block holds.
+	BlockSize int `yaml:"block_size"`
+	// NumKVBlocks is the size of the KV cache in blocks. When a running
+	// sequence needs a block and none is free, the most recently admitted
+	// sequence is preempted (its blocks freed, recomputed later).
+	NumKVBlocks int `yaml:"num_kv_blocks"`
+	// EnablePrefixCaching reuses full KV blocks whose token content
+	// (chained block hash) was computed before.
+	EnablePrefixCaching bool `yaml:"enable_prefix_caching"`
+
+	// StepFixedMS is the fixed cost of one engine step, in milliseconds.
+	StepFixedMS float64 `yaml:"step_fixed_ms"`
+	// PrefillTokenUS is the cost of each prompt token computed in a step,
+	// in microseconds.
+	PrefillTokenUS float64 `yaml:"prefill_token_us"`
+	// SeqUS is the cost of each sequence in a step, in microseconds.
+	SeqUS float64 `yaml:"seq_us"`
+	// ContextTokenNS is the cost of each token of context (already computed
+	// tokens) attended to by the step's sequences, in nanoseconds.
+	ContextTokenNS float64 `yaml:"context_token_ns"`
+	// Jitter is the relative standard deviation of a step's duration
+	// (normal, clipped at ±3σ), drawn from the seeded generator. 0 = none.
+	Jitter float64 `yaml:"jitter"`
+	// Slowdown multiplies every step's duration: 1.10 makes the server 10%
+	// slower. The regression knob.
+	Slowdown float64 `yaml:"slowdown"`
+	// Seed seeds jitter, output lengths, output text and fault draws.
+	Seed int64 `yaml:"seed"`
+
+	// EOSMinRatio sets the output length of a request without ignore_eos:
+	// uniform in [EOSMinRatio*max_tokens, max_tokens]. 1 always gives
+	// max_tokens.
+	EOSMinRatio float64 `yaml:"eos_min_ratio"`
+	// DefaultMaxTokens is max_tokens when a request sets none (vLLM would
+	// use the rest of the context; the simulator caps it here).
+	DefaultMaxTokens int `yaml:"default_max_tokens"`
+	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
+	EmbeddingDim int `yaml:"embedding_dim"`
+
+	// StartupDelayMS makes /health answer 503 for this long after start.
+	StartupDelayMS float64 `yaml:"startup_delay_ms"`
+	// FaultRate429, FaultRate500 and FaultRate503 are the fractions of
+	// generation requests answered with that HTTP status.
+	FaultRate429 float64 `yaml:"fault_rate_429"`
+	FaultRate500 float64 `yaml:"fault_rate_500"`
+	FaultRate503 float64 `yaml:"fault_rate_503"`
+	// FaultAbortRate is the fraction of streams cut (connection closed, no
+	// [DONE]) after FaultAbortAfter chunks.
+	FaultAbortRate  float64 `yaml:"fault_abort_rate"`
+	FaultAbortAfter int     `yaml:"fault_abort_after"`
+	// FaultStallRate is the fraction of streams that pause FaultStallMS
+	// milliseconds after FaultStallAfter chunks.
+	FaultStallRate  float64 `yaml:"fault_stall_rate"`
+	FaultStallMS    float64 `yaml:"fault_stall_ms"`
+	FaultStallAfter int     `yaml:"fault_stall_after"`
+	// FaultMalformedRate is the fraction of streams whose chunk number
+	// FaultMalformedAfter (0-based) is not valid JSON.
+	FaultMalformedRate  float64 `yaml:"fault_malformed_rate"`
+	FaultMalformedAfter int     `yaml:"fault_malformed_after"`
+}
+
+// DefaultParams are the values of every knob a profile leaves unset: a
+// small model on a CPU.
+func DefaultParams() Params {
+	return Params{
+		Model:               "servegate/sim",
+		MaxModelLen:         4096,
+		MaxNumSeqs:          16,
+		MaxNumBatchedTokens: 2048,
+		BlockSize:           16,
+		NumKVBlocks:         4096,
+		EnablePrefixCaching: true,
+		StepFixedMS:         10,
+		PrefillTokenUS:      50,
+		SeqUS:               500,
+		ContextTokenNS:      0,
+		Jitter:              0,
+		Slowdown:            1,
+		Seed:                0,
+		EOSMinRatio:         1,
+		DefaultMaxTokens:    256,
+		EmbeddingDim:        384,
+	}
+}
+
+// Validate reports every field out of its range.
+func (p Params) Validate() error {
+	var errs []error
+	pos := func(name string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be > 0, got %d", name, v))
+		}
+	}
+	nonneg := func(name string, v float64) {
+		if v < 0 || v != v {
+			errs = append(errs, fmt.Errorf("%s: must be >= 0, got %v", name, v))
+		}
+	}
+	rate := func(name string, v float64) {
+		if !(v >= 0 && v <= 1) {
+			errs = append(errs, fmt.Errorf("%s: must be in [0, 1], got %v", name, v))
+		}
+	}
+	if p.Model == "" {
+		errs = append(errs, errors.New("model: must not be empty"))
+	}
+	pos("max_model_len", p.MaxModelLen)
+	pos("max_num_seqs", p.MaxNumSeqs)
+	pos("max_num_batched_tokens", p.MaxNumBatchedTokens)
+	pos("block_size", p.BlockSize)
+	pos("num_kv_blocks", p.NumKVBlocks)
+	pos("default_max_tokens", p.DefaultMaxTokens)
+	pos("embedding_dim", p.EmbeddingDim)
+	nonneg("step_fixed_ms", p.StepFixedMS)
+	nonneg("prefill_token_us", p.PrefillTokenUS)
+	nonneg("seq_us", p.SeqUS)
+	nonneg("context_token_ns", p.ContextTokenNS)
+	nonneg("jitter", p.Jitter)
+	nonneg("startup_delay_ms", p.StartupDelayMS)
+	nonneg("fault_stall_ms", p.FaultStallMS)
+	if !(p.Slowdown > 0) {
+		errs = append(errs, fmt.Errorf("slowdown: must be > 0, got %v", p.Slowdown))
+	}
+	rate("eos_min_ratio", p.EOSMinRatio)
+	for name, v := range map[string]float64{
+		"fault_rate_429": p.FaultRate429, "fault_rate_500": p.FaultRate500,
+		"fault_rate_503": p.FaultRate503, "fault_abort_rate": p.FaultAbortRate,
+		"fault_stall_rate": p.FaultStallRate, "fault_malformed_rate": p.FaultMalformedRate,
+	} {
+		rate(name, v)
+	}
+	if s := p.FaultRate429 + p.FaultRate500 + p.FaultRate503; s > 1 {
+		errs = append(errs, fmt.Errorf("fault_rate_429+fault_rate_500+fault_rate_503: must be <= 1, got %v", s))
+	}
+	for name, v := range map[string]int{
+		"fault_abort_after": p.FaultAbortAfter, "fault_stall_after": p.FaultStallAfter,
+		"fault_malformed_after": p.FaultMalformedAfter,
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s: must be >= 0, got %d", name, v))
+		}
+	}
+	if p.MaxNumBatchedTokens > 0 && p.MaxNumSeqs > p.MaxNumBatchedTokens {
+		errs = append(errs, fmt.Errorf("max_num_seqs (%d) must be <= max_num_batched_tokens (%d)", p.MaxNumSeqs, p.MaxNumBatchedTokens))
+	}
+	if p.BlockSize > 0 && p.NumKVBlocks > 0 && p.NumKVBlocks*p.BlockSize < p.MaxModelLen {
+		errs = append(errs, fmt.Errorf("num_kv_blocks*block_size (%d) must hold one max_model_len (%d) sequence", p.NumKVBlocks*p.BlockSize, p.MaxModelLen))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid simulator params: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+// Package simulator is servegate's vLLM-compatible simulator as a target:
+// New runs it in-process (an http.Handler for httptest), Run starts it in a
+// container with testcontainers-go, built locally from this repository into
+// a FROM-scratch image that is cached by the content hash of its sources.
+//
+// The server itself lives in the sim subpackage; the names here are aliases
+// of it so that callers need one import.
+package simulator
+
+import (
+	"github.com/servegate/servegate/containers/simulator/sim"
+)
+
+// Config says which server New builds; see sim.Config.
+type Config = sim.Config
+
+// Params are the simulator's knobs; see sim.Params.
+type Params = sim.Params
+
+// Server is an in-process simulator (an http.Handler); see sim.Server.
+type Server = sim.Server
+
+// Truth is one request's ground truth; see sim.Truth.
+type Truth = sim.Truth
+
+// Tokenizer is what the simulator needs of a tokenizer; see sim.Tokenizer.
+type Tokenizer = sim.Tokenizer
+
+// FaultHeader is the per-request fault header; see sim.FaultHeader.
+const FaultHeader = sim.FaultHeader
+
+// New builds an in-process simulator and starts its engine. Close it when
+// done.
+func New(cfg Config) (*Server, error) { return sim.New(cfg) }
+
+// LoadProfile returns the Params of a shipped profile or YAML file.
+func LoadProfile(nameOrPath string) (Params, error) { return sim.LoadProfile(nameOrPath) }
+
+// Profiles lists the shipped profiles.
+func Profiles() []string { return sim.Profiles() }
