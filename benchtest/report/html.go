@@ -170,8 +170,8 @@ func summaryTiles(v MetricValues) []htmlTile {
 func scheduleLag(records []metrics.Record) (htmlFigure, []ReportSetting) {
 	var xs, lags []float64
 	for _, rec := range records {
-		if rec.Start == 0 && rec.Scheduled == 0 && !rec.Success && rec.Failure == metrics.FailureCanceled {
-			continue // never sent
+		if rec.Unsent {
+			continue
 		}
 		xs = append(xs, rec.Scheduled.Seconds())
 		lags = append(lags, ms(rec.Start-rec.Scheduled))
@@ -207,7 +207,10 @@ func failuresByKind(records []metrics.Record) (htmlFigure, []htmlFailure) {
 			continue
 		}
 		kind := string(rec.Failure)
-		if kind == "" {
+		switch {
+		case rec.Unsent:
+			kind = "unsent (run stopped)"
+		case kind == "":
 			kind = "unclassified"
 		}
 		f := byKind[kind]

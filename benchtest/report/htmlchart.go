@@ -111,7 +111,11 @@ func histogramSVG(title string, values []float64, xLabel string, marks []percent
 		}
 		x := c.x(v)
 		fmt.Fprintf(&c.b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, c.top, x, c.h-c.bot)
-		fmt.Fprintf(&c.b, `<text class="marklabel" x="%.1f" y="%.1f">%s</text>`, x+3, c.top+10+float64(m.Row)*12, html.EscapeString(m.Label))
+		lx, anchor := x+3, "start"
+		if x > c.w-c.right-28 { // no room on the right: label the line from the left
+			lx, anchor = x-3, "end"
+		}
+		fmt.Fprintf(&c.b, `<text class="marklabel" x="%.1f" y="%.1f" text-anchor="%s">%s</text>`, lx, c.top+10+float64(m.Row)*12, anchor, html.EscapeString(m.Label))
 	}
 	return c.svg(title)
 }

@@ -15,7 +15,8 @@ import (
 // successful request; every output chunk (first token, then one per
 // inter-token gap) counts one token in the bucket it arrived in; a request
 // counts as concurrent in every bucket from its start to its end,
-// inclusive. Failed requests are left out. Both slices are empty when no
+// inclusive. A chunk counts the tokens the server said it carried when
+// the record has per-chunk counts. Failed requests are left out. Both slices are empty when no
 // request succeeded.
 func PerSecondSeries(records []metrics.Record) (tokens, concurrent []float64) {
 	first, last := math.Inf(1), math.Inf(-1)
@@ -38,15 +39,15 @@ func PerSecondSeries(records []metrics.Record) (tokens, concurrent []float64) {
 		}
 		start := r.Start.Seconds()
 		t := start + r.TTFT.Seconds()
-		addToken := func(t float64) {
+		addChunk := func(t float64, i int) {
 			if b := int(t - first); b >= 0 && b < n {
-				tokens[b]++
+				tokens[b] += float64(chunkTokenCount(r, i))
 			}
 		}
-		addToken(t)
-		for _, gap := range r.ITL {
+		addChunk(t, 0)
+		for i, gap := range r.ITL {
 			t += gap.Seconds()
-			addToken(t)
+			addChunk(t, i+1)
 		}
 		end := int(start + r.Latency.Seconds() - first)
 		for s := int(start - first); s <= end && s < n; s++ {
@@ -54,6 +55,15 @@ func PerSecondSeries(records []metrics.Record) (tokens, concurrent []float64) {
 		}
 	}
 	return tokens, concurrent
+}
+
+// chunkTokenCount is the tokens in output chunk i: one unless the server
+// sent per-chunk usage.
+func chunkTokenCount(r metrics.Record, i int) int {
+	if i < len(r.ChunkTokens) {
+		return r.ChunkTokens[i]
+	}
+	return 1
 }
 
 // A TermPlot is a line chart drawn in a terminal with box-drawing

@@ -24,6 +24,10 @@ type ProgressBar struct {
 	Width int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Plain draws for a log rather than a terminal: a full line at each
+	// tenth of the way and at the end, with no carriage returns or escape
+	// sequences.
+	Plain bool
 
 	mu       sync.Mutex
 	w        io.Writer
@@ -59,7 +63,15 @@ func (b *ProgressBar) Update(done, total int) {
 	if b.start.IsZero() {
 		b.start = now
 	}
+	prev := b.done
 	b.done, b.total = done, total
+	if b.Plain {
+		if total > 0 && (done*10/total > prev*10/total || b.drawn.IsZero()) && done < total {
+			b.drawn = now
+			fmt.Fprintln(b.w, b.line(now))
+		}
+		return
+	}
 	interval := b.Interval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
@@ -82,6 +94,10 @@ func (b *ProgressBar) Finish() {
 	now := b.now()
 	if b.start.IsZero() {
 		b.start = now
+	}
+	if b.Plain {
+		fmt.Fprintln(b.w, b.line(now))
+		return
 	}
 	fmt.Fprintf(b.w, "\r%s\x1b[K\n", b.line(now))
 }

@@ -82,3 +82,21 @@ func TestIsTerminal(t *testing.T) {
 		assert.True(t, IsTerminal(tty))
 	}
 }
+
+func TestProgressBarPlain(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	var buf bytes.Buffer
+	b := NewProgressBar(&buf, 20)
+	b.Now, b.Plain, b.Width = clk.now, true, 10
+	for i := 1; i <= 20; i++ {
+		clk.advance(time.Second)
+		b.Update(i, 20)
+	}
+	b.Finish()
+	out := buf.String()
+	assert.NotContains(t, out, "\r")
+	assert.NotContains(t, out, "\x1b")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	assert.Len(t, lines, 11, "the first update, one line per tenth below 100%, then Finish")
+	assert.Equal(t, "100%|██████████| 20/20 [00:19<00:00, 1.05 req/s]", lines[len(lines)-1])
+}

@@ -45,6 +45,7 @@ type option struct {
 	nargs   nargs
 	choices []string
 	set     func(vals []string) error
+	get     func() any // the current value, nil for Python's None
 	seen    bool
 }
 
@@ -78,7 +79,7 @@ func (p *argParser) stringVar(dst *string, name, def, group, help string) *optio
 	return p.add(&option{name: name, help: help, group: group, def: shown, set: func(v []string) error {
 		*dst = v[0]
 		return nil
-	}})
+	}, get: func() any { return *dst }})
 }
 
 // optStringVar is a string option whose default is None (nil).
@@ -88,6 +89,11 @@ func (p *argParser) optStringVar(dst **string, name, group, help string) *option
 		s := v[0]
 		*dst = &s
 		return nil
+	}, get: func() any {
+		if *dst == nil {
+			return nil
+		}
+		return **dst
 	}})
 }
 
@@ -100,7 +106,7 @@ func (p *argParser) intVar(dst *int, name string, def int, group, help string) *
 		}
 		*dst = n
 		return nil
-	}})
+	}, get: func() any { return *dst }})
 }
 
 // optIntVar is an int option whose default is None (nil).
@@ -113,6 +119,11 @@ func (p *argParser) optIntVar(dst **int, name, group, help string) *option {
 		}
 		*dst = &n
 		return nil
+	}, get: func() any {
+		if *dst == nil {
+			return nil
+		}
+		return **dst
 	}})
 }
 
@@ -125,7 +136,7 @@ func (p *argParser) floatVar(dst *float64, name string, def float64, group, help
 		}
 		*dst = f
 		return nil
-	}})
+	}, get: func() any { return *dst }})
 }
 
 // optFloatVar is a float option whose default is None (nil).
@@ -138,6 +149,11 @@ func (p *argParser) optFloatVar(dst **float64, name, group, help string) *option
 		}
 		*dst = &f
 		return nil
+	}, get: func() any {
+		if *dst == nil {
+			return nil
+		}
+		return **dst
 	}})
 }
 
@@ -146,7 +162,7 @@ func (p *argParser) boolVar(dst *bool, name, group, help string) *option {
 	return p.add(&option{name: name, help: help, group: group, nargs: nargsZero, set: func([]string) error {
 		*dst = true
 		return nil
-	}})
+	}, get: func() any { return *dst }})
 }
 
 // listVar is a multi-valued option (nargs "*" or "+"); nil means not given.
@@ -155,6 +171,11 @@ func (p *argParser) listVar(dst *[]string, name string, n nargs, metavar, group,
 	return p.add(&option{name: name, help: help, group: group, metavar: metavar, nargs: n, set: func(v []string) error {
 		*dst = append([]string{}, v...)
 		return nil
+	}, get: func() any {
+		if *dst == nil {
+			return nil
+		}
+		return *dst
 	}})
 }
 
@@ -168,6 +189,11 @@ func (p *argParser) jsonVar(dst *map[string]any, name, group, help string) *opti
 		}
 		*dst = m
 		return nil
+	}, get: func() any {
+		if *dst == nil {
+			return nil
+		}
+		return *dst
 	}})
 }
 
@@ -245,6 +271,16 @@ func (p *argParser) checkRequired() error {
 		return usagef("the following arguments are required: %s", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// values returns every option's value by its Python name (dashes as
+// underscores), as vars(args) gives them in vLLM.
+func (p *argParser) values() map[string]any {
+	m := make(map[string]any, len(p.options))
+	for _, o := range p.options {
+		m[strings.ReplaceAll(o.name, "-", "_")] = o.get()
+	}
+	return m
 }
 
 // given reports whether the option was on the command line.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 )
 
@@ -37,15 +36,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		newBenchParser(a).writeHelp(stdout, benchSummary)
 		return 0
 	}
-	a, plan, _, err := parseBench(args)
+	a, plan, p, err := parseBench(args)
 	if err != nil {
 		return exitCode(prog, err, stderr)
 	}
-	return exitCode(prog, executeBench(ctx, a, plan, stdout, stderr), stderr)
-}
-
-func executeBench(ctx context.Context, a *benchArgs, plan *benchPlan, stdout, stderr io.Writer) error {
-	return errors.New("run benchmark: not implemented yet (waiting for the engine branch)")
+	r := &benchRun{args: a, plan: plan, parser: p, stdout: stdout, stderr: stderr}
+	return exitCode(prog, r.execute(ctx), stderr)
 }
 
 // wantsHelp reports whether args ask for help before any "--".
