@@ -10,6 +10,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -211,7 +212,19 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(marshal(v))
+}
+
+// marshal is compact JSON without HTML escaping, as Python's json and
+// pydantic write it.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(`{"error":{"message":"simulator: cannot encode response","type":"InternalServerError","param":null,"code":500}}`)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 func writeError(w http.ResponseWriter, e errorResponse) {

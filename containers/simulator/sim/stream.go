@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -126,7 +125,7 @@ func sleepCtx(r *http.Request, d time.Duration) bool {
 }
 
 func writeEvent(w http.ResponseWriter, v any) {
-	b, _ := json.Marshal(v)
+	b := marshal(v)
 	buf := make([]byte, 0, len(b)+8)
 	buf = append(buf, "data: "...)
 	buf = append(buf, b...)
