@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# compare.sh BASE_REF [HEAD_REF]: benchmark two revisions of the repository
+# in the current directory, interleaved, then run the regression gate.
+#
+# BASE_REF is checked out in a temporary git worktree. HEAD_REF defaults to
+# the current working tree (uncommitted changes included); a ref is checked
+# out in a second worktree. Both sides then run
+#
+#   go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS
+#
+# COUNT times each, alternating base, head, base, head, ... so that drift of
+# the machine (thermal, noisy neighbours) hits both sides alike. The go test
+# outputs go to $OUT/base.txt and $OUT/head.txt. Each run also gets its own
+# SERVEGATE_OUT directory; the full-precision bench.benchfmt servegate's
+# benchmarks write there is collected into $OUT/base.benchfmt and
+# $OUT/head.benchfmt. The gate compares the .benchfmt pair when both sides
+# wrote one (go test's output rounds to 4 digits), else the .txt pair.
+#
+# Environment (defaults in brackets):
+#   COUNT      runs per side [10]; the gate needs >= 4, a confidence interval 6
+#   PKGS       packages to benchmark [./scenarios/...]
+#   BENCH      -bench regexp [.]
+#   BENCHTIME  -benchtime [1x]: one iteration is one full scenario run
+#   OUT        output directory [out/compare]
+#   GATE       gate command [built from this script's checkout: ci/cmd/gate]
+#   GATE_FLAGS gate flags [-ignore image], e.g. "-policy ci/policy.yaml -holm";
+#              the image key is ignored by default because the simulator
+#              image's tag is a hash of its sources, which a pull request
+#              may change; set GATE_FLAGS="" to require equal images
+#
+# Each run is told its place through SERVEGATE_COMPARE_SIDE (base|head) and
+# SERVEGATE_COMPARE_RUN (1..COUNT).
+#
+# Exit status: the gate's (0 pass, 1 regression, 2 bad input); 2 also when
+# a checkout or a benchmark run fails.
+set -euo pipefail
+
+die() { echo "compare: $*" >&2; exit 2; }
+
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh BASE_REF [HEAD_REF]"
+base_ref=$1
+head_ref=${2:-}
+COUNT=${COUNT:-10}
+PKGS=${PKGS:-./scenarios/...}
+BENCH=${BENCH:-.}
+BENCHTIME=${BENCHTIME:-1x}
+OUT=${OUT:-out/compare}
+GATE_FLAGS=${GATE_FLAGS--ignore image}
+[[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT=$COUNT: want a positive integer"
+
+here=$(cd "$(dirname "$0")/.." && pwd)          # the checkout holding this script
+root=$(git rev-parse --show-toplevel) || die "not in a git repository"
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+for f in base.txt head.txt base.benchfmt head.benchfmt base.log head.log runs.log; do : >"$OUT/$f"; done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/servegate-compare.XXXXXX")
+worktrees=()
+cleanup() {
+  for wt in "${worktrees[@]}"; do
+    git -C "$root" worktree remove --force "$wt" >/dev/null 2>&1 || true
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# checkout REF DIR: a detached worktree of REF, sharing the tokenizer library.
+checkout() {
+  git -C "$root" worktree add --quiet --detach "$2" "$1" || die "cannot check out $1"
+  worktrees+=("$2")
+  if [ -e "$root/.lib" ] && [ ! -e "$2/.lib" ]; then
+    ln -s "$(readlink -f "$root/.lib")" "$2/.lib"
+  fi
+}
+
+base_sha=$(git -C "$root" rev-parse --verify "$base_ref^{commit}") || die "unknown base ref $base_ref"
+checkout "$base_sha" "$tmp/base"
+if [ -n "$head_ref" ]; then
+  head_sha=$(git -C "$root" rev-parse --verify "$head_ref^{commit}") || die "unknown head ref $head_ref"
+  checkout "$head_sha" "$tmp/head"
+  head_dir=$tmp/head
+else
+  head_sha="$(git -C "$root" rev-parse HEAD) (working tree)"
+  head_dir=$root
+fi
+echo "compare: base $base_sha, head $head_sha, $COUNT interleaved runs of $PKGS" | tee -a "$OUT/runs.log"
+
+if [ -z "${GATE:-}" ]; then
+  (cd "$here" && go build -o "$tmp/gate" ./ci/cmd/gate) || die "cannot build the gate from $here"
+  GATE=$tmp/gate
+fi
+
+# run SIDE DIR I: one benchmark run of one side, appended to $OUT/SIDE.txt.
+run() {
+  local side=$1 dir=$2 i=$3 status=0 sgout=$tmp/out/$1-$3
+  echo "run $i $side" >>"$OUT/runs.log"
+  mkdir -p "$sgout"
+  # shellcheck disable=SC2086 # PKGS is a word list
+  (cd "$dir" && SERVEGATE_COMPARE_SIDE=$side SERVEGATE_COMPARE_RUN=$i SERVEGATE_OUT=$sgout \
+    go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS) \
+    >"$tmp/run.txt" 2>"$tmp/run.err" || status=$?
+  cat "$tmp/run.txt" >>"$OUT/$side.txt"
+  if [ -s "$sgout/bench.benchfmt" ]; then cat "$sgout/bench.benchfmt" >>"$OUT/$side.benchfmt"; fi
+  cat "$tmp/run.txt" "$tmp/run.err" >>"$OUT/$side.log"
+  if [ "$status" -ne 0 ]; then
+    tail -20 "$tmp/run.txt" "$tmp/run.err" >&2
+    die "$side run $i failed (go test exit $status); full output in $OUT/$side.log"
+  fi
+}
+
+for i in $(seq 1 "$COUNT"); do
+  run base "$tmp/base" "$i"
+  run head "$head_dir" "$i"
+  echo "compare: run $i of $COUNT done" >&2
+done
+
+ext=txt
+if [ -s "$OUT/base.benchfmt" ] && [ -s "$OUT/head.benchfmt" ]; then ext=benchfmt; fi
+echo "compare: gating $OUT/base.$ext against $OUT/head.$ext" | tee -a "$OUT/runs.log" >&2
+status=0
+# shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
+$GATE $GATE_FLAGS -markdown "$OUT/gate.md" -json "$OUT/gate.json" "$OUT/base.$ext" "$OUT/head.$ext" \
+  | tee "$OUT/gate.txt" || status=${PIPESTATUS[0]}
+exit "$status"

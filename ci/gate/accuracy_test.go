@@ -1,0 +1,167 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A runFunc performs one benchmark run of a server slowed down by the
+// given factor (1 = unchanged) and returns its metrics by benchstat unit.
+type runFunc func(ctx context.Context, slowdown float64) (map[string]float64, error)
+
+// accuracy is the gate's measured behaviour at one -count.
+type accuracy struct {
+	count, trials     int
+	aaFail, aaError   int // A/A comparisons that failed the gate (exit 1) or errored (exit 2)
+	aaSignificant     int // A/A comparisons whose TTFT change was significant, either way (the U test's type I error)
+	detect, detectErr int // slowdown comparisons that failed on TTFT, or errored
+}
+
+func (a accuracy) String() string {
+	return fmt.Sprintf("count %2d: A/A false-fail %d/%d = %5.1f%% (errors %d; TTFT significant either way %d); 10%% TTFT slowdown detected %d/%d = %5.1f%% (errors %d)",
+		a.count, a.aaFail, a.trials, 100*float64(a.aaFail)/float64(a.trials), a.aaError, a.aaSignificant,
+		a.detect, a.trials, 100*float64(a.detect)/float64(a.trials), a.detectErr)
+}
+
+// measureAccuracy runs trials of three interleaved sides — base, an
+// unchanged head (A/A) and a head slowed down by slowdown — max(counts)
+// runs each, and gates base against each head with the default policy
+// using the first count runs, for each count.
+func measureAccuracy(ctx context.Context, tb testing.TB, run runFunc, trials int, counts []int, slowdown float64) []accuracy {
+	tb.Helper()
+	maxCount := 0
+	for _, c := range counts {
+		maxCount = max(maxCount, c)
+	}
+	out := make([]accuracy, len(counts))
+	for i, c := range counts {
+		out[i] = accuracy{count: c, trials: trials}
+	}
+	dir := tb.TempDir()
+	for trial := range trials {
+		var base, aa, slow []map[string]float64
+		for range maxCount {
+			for _, side := range []struct {
+				dst      *[]map[string]float64
+				slowdown float64
+			}{{&base, 1}, {&aa, 1}, {&slow, slowdown}} {
+				m, err := run(ctx, side.slowdown)
+				require.NoError(tb, err, "trial %d", trial)
+				*side.dst = append(*side.dst, m)
+			}
+		}
+		for i, c := range counts {
+			baseFile := writeRuns(tb, dir, "base", base[:c])
+			for _, head := range []struct {
+				name string
+				runs []map[string]float64
+			}{{"aa", aa[:c]}, {"slow", slow[:c]}} {
+				rep, _ := Run(ctx, Config{Base: []string{baseFile}, Head: []string{writeRuns(tb, dir, head.name, head.runs)}})
+				require.NotNil(tb, rep)
+				for _, c := range rep.Comparisons {
+					if head.name == "aa" && c.Unit == "ttft-p99-sec" && c.Significant {
+						out[i].aaSignificant++
+					}
+				}
+				switch {
+				case head.name == "aa" && rep.Verdict == Fail:
+					out[i].aaFail++
+				case head.name == "aa" && rep.Verdict == Error:
+					out[i].aaError++
+				case head.name == "slow" && rep.Verdict == Error:
+					out[i].detectErr++
+				case head.name == "slow":
+					for _, f := range rep.Failures() {
+						if f.Unit == "ttft-p99-sec" {
+							out[i].detect++
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// writeRuns writes runs as a servegate benchfmt file and returns its path.
+func writeRuns(tb testing.TB, dir, name string, runs []map[string]float64) string {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("target: accuracy\nUnit ttft-p99-sec better=lower\nUnit goodput-req/s better=higher\n")
+	for _, m := range runs {
+		units := make([]string, 0, len(m))
+		for u := range m {
+			units = append(units, u)
+		}
+		sort.Strings(units)
+		b.WriteString("BenchmarkScenarios/scenario=accuracy 1")
+		for _, u := range units {
+			fmt.Fprintf(&b, " %v %s", m[u], u)
+		}
+		b.WriteString("\n")
+	}
+	file := filepath.Join(dir, name+".txt")
+	require.NoError(tb, os.WriteFile(file, []byte(b.String()), 0o644))
+	return file
+}
+
+// percentile is numpy's linear-interpolation percentile of sorted xs.
+func percentile(sorted []float64, p float64) float64 {
+	pos := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// syntheticRun returns a runFunc that draws runs from a seeded model of a
+// scenario run — NOT the simulator. Each run sends 500 requests at 10
+// req/s; a request's TTFT is log-normal (median 40 ms, sigma 0.25) times a
+// per-run machine factor (log-normal, sigma 0.02) times the slowdown.
+// ttft-p99-sec is the 99th percentile of the run's TTFTs; goodput-req/s
+// counts requests with TTFT <= 80 ms per second of the run.
+func syntheticRun(seed uint64) runFunc {
+	rng := rand.New(rand.NewPCG(seed, 0x5e7a))
+	const requests, rate, median, sigma, drift, slo = 500, 10.0, 0.040, 0.25, 0.02, 0.080
+	return func(_ context.Context, slowdown float64) (map[string]float64, error) {
+		machine := math.Exp(drift * rng.NormFloat64())
+		ttft := make([]float64, requests)
+		good := 0
+		for i := range ttft {
+			ttft[i] = median * math.Exp(sigma*rng.NormFloat64()) * machine * slowdown
+			if ttft[i] <= slo {
+				good++
+			}
+		}
+		sort.Float64s(ttft)
+		duration := requests / rate
+		return map[string]float64{"ttft-p99-sec": percentile(ttft, 99), "goodput-req/s": float64(good) / duration}, nil
+	}
+}
+
+// TestAccuracySynthetic measures the gate's A/A false-fail rate and its
+// detection rate for a 10% TTFT slowdown on SYNTHETIC samples (see
+// syntheticRun), 100 trials at -count 5 and 10. The samples are seeded,
+// so the figures are exact and the targets are asserted: A/A false-fail
+// at most 5% and detection at least 90% at count 10.
+// go test ./ci/gate -run TestAccuracySynthetic -v prints them.
+func TestAccuracySynthetic(t *testing.T) {
+	res := measureAccuracy(context.Background(), t, syntheticRun(1), 100, []int{5, 10}, 1.10)
+	for _, r := range res {
+		t.Logf("synthetic samples (seeded model, not the simulator), 100 trials, default policy (ttft-p99-sec 5%%, goodput-req/s 5%%): %s", r)
+		require.Zero(t, r.aaError+r.detectErr, "no comparison may error at count %d", r.count)
+		require.LessOrEqual(t, float64(r.aaFail)/float64(r.trials), 0.05, "A/A false-fail target at count %d", r.count)
+	}
+	require.GreaterOrEqual(t, float64(res[1].detect)/float64(res[1].trials), 0.90, "detection target at count 10")
+}

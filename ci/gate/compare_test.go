@@ -1,0 +1,153 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// benchSource is a benchmark whose TTFT is ttft (a constant the head
+// commit changes) times a jitter that depends only on the run number, so
+// that an unchanged revision gives identical samples on both sides.
+const benchSource = `package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+func BenchmarkServe(b *testing.B) {
+	run, _ := strconv.Atoi(os.Getenv("SERVEGATE_COMPARE_RUN"))
+	jitter := 1 + 0.01*float64((run*7)%5)
+	for range b.N {
+	}
+	b.ReportMetric(ttft*jitter, "ttft-p99-sec")
+	b.ReportMetric(10/jitter, "goodput-req/s")
+	// What servegate's benchmarks also write: full precision, one more unit.
+	if dir := os.Getenv("SERVEGATE_OUT"); dir != "" && os.Getenv("NO_BENCHFMT") == "" {
+		line := fmt.Sprintf("BenchmarkServe 1 %v ttft-p99-sec %v goodput-req/s %v e2el-p99-sec\n", ttft*jitter, 10/jitter, 2*ttft*jitter)
+		if err := os.WriteFile(filepath.Join(dir, "bench.benchfmt"), []byte(line), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+`
+
+// gitRepo makes a repository with a base commit (TTFT 0.100 s) and a head
+// commit (TTFT headTTFT) and returns its directory and both commits.
+func gitRepo(t *testing.T, headTTFT string) (dir, base, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	write := func(name, text string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	git("init", "-q", "-b", "main")
+	write("go.mod", "module example.com/cmp\n\ngo 1.26\n")
+	write("bench/bench_test.go", benchSource)
+	write("bench/ttft.go", "package bench\n\nconst ttft = 0.100\n")
+	git("add", ".")
+	git("commit", "-qm", "base")
+	base = git("rev-parse", "HEAD")
+	write("bench/ttft.go", "package bench\n\nconst ttft = "+headTTFT+"\n")
+	git("commit", "-qam", "head")
+	head = git("rev-parse", "HEAD")
+	return dir, base, head
+}
+
+// TestCompareScript runs ci/compare.sh on a scratch repository: a 50%
+// TTFT slowdown fails the gate, an unchanged revision passes, and the
+// runs alternate base, head, base, head.
+func TestCompareScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test 16 times")
+	}
+	script, err := filepath.Abs("../compare.sh")
+	require.NoError(t, err)
+	dir, base, head := gitRepo(t, "0.150")
+
+	compare := func(count string, refs ...string) (int, string, string) {
+		out := t.TempDir()
+		cmd := exec.Command(script, refs...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "COUNT="+count, "PKGS=./bench/...", "OUT="+out)
+		if count == "3" {
+			cmd.Env = append(cmd.Env, "NO_BENCHFMT=1") // gate go test's output instead
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		return code, out, stdout.String() + stderr.String()
+	}
+
+	code, out, log := compare("4", base, head)
+	assert.Equal(t, ExitRegression, code, log)
+	runs, err := os.ReadFile(filepath.Join(out, "runs.log"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(runs)), "\n")
+	assert.Equal(t, []string{"run 1 base", "run 1 head", "run 2 base", "run 2 head", "run 3 base", "run 3 head", "run 4 base", "run 4 head"}, lines[1:len(lines)-1])
+	var rep Report
+	data, err := os.ReadFile(filepath.Join(out, "gate.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &rep))
+	failed, units := 0, map[string]bool{}
+	for _, c := range rep.Comparisons {
+		units[c.Unit] = true
+		if c.Verdict == Fail {
+			failed++
+			assert.Equal(t, "ttft-p99-sec", c.Unit)
+			assert.Equal(t, "Serve", c.Benchmark[:5])
+		}
+	}
+	assert.Equal(t, 1, failed, log)
+	assert.True(t, units["e2el-p99-sec"], "the gate read the collected bench.benchfmt files: %v", units)
+	assert.Contains(t, string(runs), "gating "+filepath.Join(out, "base.benchfmt"))
+	md, err := os.ReadFile(filepath.Join(out, "gate.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "servegate gate: FAIL")
+	// The worktrees are gone.
+	wt, err := exec.Command("git", "-C", dir, "worktree", "list").Output()
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(wt), "\n"), string(wt))
+
+	// Head = base: identical samples, no change.
+	code, _, log = compare("4", base, base)
+	assert.Equal(t, ExitPass, code, log)
+
+	// Too few runs is the gate's input error, passed through.
+	code, out, log = compare("3", base)
+	assert.Equal(t, ExitBadInput, code, log)
+	assert.Contains(t, log, "gate: too few samples: 3 base and 3 head runs")
+	assert.Contains(t, log, "compare: gating "+filepath.Join(out, "base.txt"))
+
+	// A ref that does not exist.
+	code, _, log = compare("4", "no-such-ref")
+	assert.Equal(t, ExitBadInput, code, log)
+	assert.Contains(t, log, "compare: unknown base ref no-such-ref")
+}

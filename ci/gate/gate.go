@@ -1,0 +1,325 @@
+// Package gate is servegate's regression gate: it compares the benchmark
+// results of a base and a head revision the way benchstat does and turns
+// the comparison into a verdict a CI job can act on.
+//
+// Results are read with golang.org/x/perf/benchfmt and grouped exactly as
+// "benchstat base head" groups them: one table per file configuration
+// (.config) and unit, one row per benchmark full name, base and head as
+// the two columns. Each row's samples are summarised and compared with
+// golang.org/x/perf/benchmath under the unit's assumption (AssumeNothing
+// by default: medians, the Mann-Whitney U test; AssumeExact for units
+// declared "assume=exact"). A row of a gated unit fails the gate when its
+// change is significant (p <= alpha, as benchstat decides), in the unit's
+// bad direction, and larger than the policy's tolerance.
+//
+// Inputs that cannot support a verdict are errors, never a silent pass:
+// unreadable files, benchmarks present on one side only, a policy unit no
+// input reports, a unit with no known direction, and samples too small
+// for the U test to ever reach significance.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+	"golang.org/x/perf/benchproc"
+)
+
+// A Config says what the gate compares.
+type Config struct {
+	// Base and Head are benchfmt files (or directories of *.txt,
+	// *.bench and *.benchfmt files): plain "go test -bench" output or
+	// servegate's result files. Several runs may be split across files.
+	Base, Head []string
+
+	// Policy selects the gated units; nil means DefaultPolicy.
+	Policy *Policy
+
+	// Filter is a benchstat -filter expression; empty keeps everything.
+	Filter string
+
+	// Ignore lists file or name keys to ignore when grouping, as
+	// benchstat's -ignore (for example "commit,date").
+	Ignore string
+}
+
+// A Verdict is the outcome of the gate or of one gated comparison.
+type Verdict string
+
+// The verdicts. Main exits 0, 1 and 2 for them.
+const (
+	Pass  Verdict = "pass"
+	Fail  Verdict = "fail"
+	Error Verdict = "error"
+)
+
+// A Sample summarises one side of a comparison.
+type Sample struct {
+	// N is the number of runs.
+	N int `json:"n"`
+	// Center is the median (AssumeNothing) or the exact value
+	// (AssumeExact), in the unit.
+	Center float64 `json:"center"`
+	// Lo and Hi bound the confidence interval of Center; they are
+	// infinite when there are too few runs for one (fewer than 6 at 95%).
+	Lo float64 `json:"-"`
+	Hi float64 `json:"-"`
+	// Range is benchstat's "± x%" rendering of the interval.
+	Range string `json:"range"`
+	// Values are the runs' values in ascending order.
+	Values []float64 `json:"values"`
+}
+
+// Run reads both sides and gates them. The Report is nil only when the
+// inputs could not be read; otherwise it is returned even with an error,
+// so that the table can be shown next to the problem. The error joins
+// every problem in Report.Errors.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	pol := cfg.Policy
+	if pol == nil {
+		pol = DefaultPolicy()
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	in, err := read(cfg.Base, cfg.Head, cfg.Filter, cfg.Ignore)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := evaluate(in, pol)
+	if len(rep.Errors) == 0 {
+		return rep, nil
+	}
+	errs := make([]error, len(rep.Errors))
+	for i, e := range rep.Errors {
+		errs[i] = errors.New(e)
+	}
+	return rep, errors.Join(errs...)
+}
+
+// evaluate compares every cell and applies the policy.
+func evaluate(in *inputs, pol *Policy) *Report {
+	rep := &Report{Alpha: pol.Alpha, Confidence: pol.Confidence, Holm: pol.Holm, Warnings: in.warnings}
+	thr := benchmath.DefaultThresholds
+	thr.CompareAlpha = pol.Alpha
+
+	var gated []*Comparison
+	for _, tk := range in.tables {
+		unit := tk.Get(in.unit)
+		rule, isGated := pol.rule(unit)
+		for _, rk := range in.rows {
+			c, ok := in.cells[cellKey{tk, rk}]
+			if !ok {
+				continue
+			}
+			cmp := &Comparison{Benchmark: rk.StringValues(), Config: in.config(tk), Unit: unit, Gated: isGated, Alpha: pol.Alpha}
+			rep.Comparisons = append(rep.Comparisons, cmp)
+			summarize(cmp, c, in, &thr, pol.Confidence)
+			cmp.Significant = cmp.Base != nil && cmp.Head != nil && cmp.P <= pol.Alpha
+			if !isGated {
+				continue
+			}
+			cmp.Tolerance = rule.Tolerance
+			cmp.Better = rule.Better
+			if cmp.Better == 0 {
+				cmp.Better = Direction(in.units, unit)
+			}
+			if cmp.Tolerance.Sign == 0 {
+				cmp.Tolerance.Sign = -cmp.Better // unsigned means "worse by"
+			}
+			if in.unmatched(cmp, tk, rk) {
+				continue
+			}
+			gated = append(gated, cmp)
+		}
+	}
+	for _, r := range pol.Rules {
+		if !r.Optional && !in.matches(r.Unit) {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("policy: gated unit %q is in neither input (units: %s)", r.Unit, in.unitList()))
+		}
+	}
+
+	// Holm–Bonferroni over the comparisons that have both sides.
+	ps := make([]float64, len(gated))
+	for i, c := range gated {
+		ps[i] = c.P
+	}
+	adj := ps
+	if pol.Holm {
+		adj = holm(ps)
+	}
+	for i, c := range gated {
+		c.PAdjusted = adj[i]
+		judge(c, pol, len(gated))
+	}
+	rep.Errors = append(rep.Errors, problems(rep.Comparisons)...)
+	nGated := 0
+	for _, c := range rep.Comparisons {
+		if c.Gated {
+			nGated++
+		}
+	}
+	if nGated == 0 && len(rep.Errors) == 0 {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("no gated unit in the inputs: the policy gates %s; the inputs report %s", pol.unitList(), in.unitList()))
+	}
+	rep.Verdict = rep.verdict()
+	return rep
+}
+
+// summarize fills the statistics of one row exactly as benchstat
+// computes its cells: benchmath.NewSample per side, the unit's
+// assumption's Summary for each and Compare(base, head).
+func summarize(cmp *Comparison, c *cell, in *inputs, thr *benchmath.Thresholds, confidence float64) {
+	assumption := in.units.GetAssumption(cmp.Unit)
+	cmp.Assume = "nothing"
+	if assumption == benchmath.AssumeExact {
+		cmp.Assume = "exact"
+	}
+	if len(c.residue) > 1 {
+		keys := make([]benchproc.Key, 0, len(c.residue))
+		for k := range c.residue {
+			keys = append(keys, k)
+		}
+		var names []string
+		for _, f := range benchproc.NonSingularFields(keys) {
+			names = append(names, f.Name)
+		}
+		cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("benchmarks vary in %v", names))
+	}
+	var bs, hs *benchmath.Sample
+	side := func(values []float64) (*Sample, *benchmath.Sample) {
+		if len(values) == 0 {
+			return nil, nil
+		}
+		s := benchmath.NewSample(append([]float64(nil), values...), thr)
+		sum := assumption.Summary(s, confidence)
+		for _, w := range append(s.Warnings, sum.Warnings...) {
+			cmp.Warnings = appendUnique(cmp.Warnings, w.Error())
+		}
+		return &Sample{N: len(s.Values), Center: sum.Center, Lo: sum.Lo, Hi: sum.Hi, Range: sum.PctRangeString(), Values: s.Values}, s
+	}
+	cmp.Base, bs = side(c.base)
+	cmp.Head, hs = side(c.head)
+	if bs == nil || hs == nil {
+		return
+	}
+	res := assumption.Compare(bs, hs)
+	cmp.P, cmp.PAdjusted = res.P, res.P
+	for _, w := range res.Warnings {
+		cmp.Warnings = appendUnique(cmp.Warnings, w.Error())
+	}
+	cmp.Delta = relChange(cmp.Base.Center, cmp.Head.Center)
+}
+
+// unmatched records the problem of a gated row that one side lacks and
+// reports whether there is one.
+func (in *inputs) unmatched(cmp *Comparison, tk, rk benchproc.Key) bool {
+	if cmp.Base != nil && cmp.Head != nil {
+		return false
+	}
+	have, lack := sideHead, sideBase
+	if cmp.Head == nil {
+		have, lack = sideBase, sideHead
+	}
+	cmp.Verdict, cmp.Reason = Error, "only in "+have
+	// The same benchmark under another file configuration?
+	for _, other := range in.tables {
+		if other == tk || other.Get(in.unit) != cmp.Unit {
+			continue
+		}
+		oc, ok := in.cells[cellKey{other, rk}]
+		if !ok || (have == sideBase && len(oc.head) == 0) || (have == sideHead && len(oc.base) == 0) {
+			continue
+		}
+		b, h := tk, other
+		if have == sideHead {
+			b, h = other, tk
+		}
+		desc, keys := in.configDiff(b, h)
+		cmp.Reason = "file configuration differs from " + lack + "'s"
+		cmp.problem = &problem{group: "config:" + desc, what: cmp.Benchmark, msg: func(whats string) string {
+			return fmt.Sprintf("mismatched inputs: base and head differ in file configuration (%s) for %s; pass -ignore %s to compare them anyway",
+				desc, whats, strings.Join(keys, ","))
+		}}
+		return true
+	}
+	cmp.problem = &problem{group: "only:" + have, what: cmp.Benchmark, msg: func(whats string) string {
+		return fmt.Sprintf("mismatched inputs: gated benchmarks in %s but not in %s: %s", have, lack, whats)
+	}}
+	return true
+}
+
+// A problem is why a gated row cannot be judged. Problems of one group
+// are reported as one error naming every row.
+type problem struct {
+	group string
+	what  string
+	msg   func(whats string) string
+}
+
+// problems merges the problems of the comparisons into error messages.
+func problems(cmps []*Comparison) []string {
+	var order []string
+	groups := map[string][]string{}
+	msgs := map[string]func(string) string{}
+	for _, c := range cmps {
+		p := c.problem
+		if p == nil {
+			continue
+		}
+		if _, ok := groups[p.group]; !ok {
+			order = append(order, p.group)
+			msgs[p.group] = p.msg
+		}
+		groups[p.group] = appendUnique(groups[p.group], p.what)
+	}
+	out := make([]string, len(order))
+	for i, g := range order {
+		out[i] = msgs[g](listOf(groups[g]))
+	}
+	return out
+}
+
+// listOf joins names, shortening long lists.
+func listOf(names []string) string {
+	if len(names) > 4 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (in *inputs) matches(pattern string) bool {
+	for u := range in.seen {
+		if ok, _ := path.Match(pattern, u); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// unitList lists the units seen in the inputs, sorted.
+func (in *inputs) unitList() string {
+	units := make([]string, 0, len(in.seen))
+	for u := range in.seen {
+		units = append(units, u)
+	}
+	sort.Strings(units)
+	return strings.Join(units, ", ")
+}

@@ -1,0 +1,139 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes of Main.
+const (
+	ExitPass       = 0 // no gated unit regressed
+	ExitRegression = 1 // a gated unit regressed beyond its tolerance
+	ExitBadInput   = 2 // unreadable or mismatched inputs, bad flags or policy, too few runs
+)
+
+const usage = `usage: servegate gate [flags] BASE HEAD
+
+Compares the benchmark results of BASE and HEAD the way benchstat does
+(medians, Mann-Whitney U test, alpha 0.05) and fails when a gated unit
+got significantly worse beyond its tolerance. BASE and HEAD are benchfmt
+files (go test -bench output or servegate result files) or directories
+of *.txt, *.bench and *.benchfmt files.
+
+Exit status: 0 pass, 1 regression, 2 bad input (unreadable or mismatched
+inputs, a policy unit no input reports, too few runs to ever detect a
+change).
+
+The default policy (print it with -print-policy):
+` + DefaultPolicyYAML + `
+flags:
+`
+
+// Main runs the gate as a command: it parses "[flags] BASE HEAD" from
+// args, writes the report to stdout (and to the -markdown and -json
+// files), problems to stderr, and returns the exit status: ExitPass,
+// ExitRegression or ExitBadInput. It is what "servegate gate" runs.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("servegate gate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	policyFile := fs.String("policy", "", "policy `file` (YAML); default: the built-in policy")
+	alpha := fs.Float64("alpha", 0, "significance level `α` (overrides the policy; default 0.05)")
+	holm := fs.Bool("holm", false, "apply the Holm–Bonferroni correction across gated comparisons (or holm: true in the policy)")
+	format := fs.String("format", "text", "stdout `format`: text, markdown or json")
+	mdFile := fs.String("markdown", "", "also write the Markdown report to `file` (for $GITHUB_STEP_SUMMARY or a PR comment)")
+	jsonFile := fs.String("json", "", "also write the JSON report to `file`")
+	filter := fs.String("filter", "", "benchstat -filter `query`: gate only matching results")
+	ignore := fs.String("ignore", "", "benchstat -ignore `keys`: configuration keys that may differ between base and head")
+	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitPass
+		}
+		return ExitBadInput
+	}
+	if *printPolicy {
+		fmt.Fprint(stdout, DefaultPolicyYAML)
+		return ExitPass
+	}
+	fail := func(err error) int {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "gate: %s\n", line)
+		}
+		return ExitBadInput
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return fail(fmt.Errorf("want BASE and HEAD, got %d arguments", fs.NArg()))
+	}
+	write, err := formatter(*format)
+	if err != nil {
+		return fail(err)
+	}
+	pol := DefaultPolicy()
+	if *policyFile != "" {
+		if pol, err = LoadPolicy(*policyFile); err != nil {
+			return fail(err)
+		}
+	}
+	if *alpha != 0 {
+		pol.Alpha = *alpha
+	}
+	pol.Holm = pol.Holm || *holm
+
+	cfg := Config{Base: []string{fs.Arg(0)}, Head: []string{fs.Arg(1)}, Policy: pol, Filter: *filter, Ignore: *ignore}
+	rep, runErr := Run(ctx, cfg)
+	if rep == nil {
+		return fail(runErr)
+	}
+	if err := write(rep, stdout); err != nil {
+		return fail(err)
+	}
+	for file, w := range map[string]func(*Report, io.Writer) error{*mdFile: (*Report).WriteMarkdown, *jsonFile: (*Report).WriteJSON} {
+		if file == "" {
+			continue
+		}
+		if err := writeFile(file, rep, w); err != nil {
+			return fail(err)
+		}
+	}
+	if runErr != nil {
+		fail(runErr)
+	}
+	return rep.ExitCode()
+}
+
+func formatter(name string) (func(*Report, io.Writer) error, error) {
+	switch name {
+	case "text":
+		return (*Report).WriteText, nil
+	case "markdown", "md":
+		return (*Report).WriteMarkdown, nil
+	case "json":
+		return (*Report).WriteJSON, nil
+	}
+	return nil, fmt.Errorf("-format %q: want text, markdown or json", name)
+}
+
+func writeFile(name string, rep *Report, write func(*Report, io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := write(rep, f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

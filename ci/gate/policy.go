@@ -1,0 +1,276 @@
+package gate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// A Policy says which units the gate checks and how much each may get worse.
+//
+// The zero value gates nothing; use DefaultPolicy or LoadPolicy.
+type Policy struct {
+	// Alpha is the significance level of each Mann-Whitney U test: a
+	// change is significant when p <= Alpha, as in benchstat. Zero
+	// means 0.05.
+	Alpha float64
+
+	// Confidence is the level of the confidence intervals shown
+	// around each median. Zero means 0.95. It never affects the verdict.
+	Confidence float64
+
+	// Holm applies the Holm–Bonferroni correction to the p-values of
+	// the gated comparisons, so that Alpha bounds the chance that any
+	// of them fails on noise (the family-wise error rate).
+	Holm bool
+
+	// Rules name the gated units, in order; the first rule whose Unit
+	// matches a unit gates it.
+	Rules []Rule
+}
+
+// A Rule gates one unit (or every unit matching a pattern).
+type Rule struct {
+	// Unit is a benchfmt unit ("ttft-p99-sec") or a path.Match pattern
+	// ("ttft-*-sec").
+	Unit string
+
+	// Tolerance is how far the unit may move in its bad direction
+	// before a significant change fails the gate.
+	Tolerance Tolerance
+
+	// Better overrides the unit's direction: +1 higher is better, -1
+	// lower is better, 0 uses the inputs' "Unit X better=..." metadata
+	// and then the built-in defaults (see Direction).
+	Better int
+
+	// Optional rules may match no unit in the inputs; a required rule
+	// that matches nothing is an input error (exit 2).
+	Optional bool
+}
+
+// A Tolerance is an allowed change in a unit's bad direction.
+type Tolerance struct {
+	// Amount is non-negative: a fraction of the base median when
+	// Relative (0.05 for "5%"), else an absolute amount in the unit.
+	Amount float64
+	// Relative reports whether Amount is a fraction of the base median.
+	Relative bool
+	// Sign is the sign written in the policy: +1, -1, or 0 when none.
+	// A written sign must agree with the unit's bad direction.
+	Sign int
+}
+
+// String formats t as it is written in a policy, for example "+5%".
+func (t Tolerance) String() string {
+	s := ""
+	switch t.Sign {
+	case 1:
+		s = "+"
+	case -1:
+		s = "-"
+	}
+	if t.Relative {
+		return s + strconv.FormatFloat(t.Amount*100, 'f', -1, 64) + "%"
+	}
+	return s + strconv.FormatFloat(t.Amount, 'g', -1, 64)
+}
+
+// ParseTolerance parses a tolerance such as "+10%", "-5%", "5%" or
+// "+0.01" (absolute, in the unit).
+func ParseTolerance(s string) (Tolerance, error) {
+	var t Tolerance
+	str := strings.TrimSpace(s)
+	switch {
+	case strings.HasPrefix(str, "+"):
+		t.Sign, str = 1, str[1:]
+	case strings.HasPrefix(str, "-"):
+		t.Sign, str = -1, str[1:]
+	}
+	if rest, ok := strings.CutSuffix(str, "%"); ok {
+		t.Relative, str = true, strings.TrimSpace(rest)
+	}
+	v, err := strconv.ParseFloat(str, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return Tolerance{}, fmt.Errorf("parse tolerance %q: want a non-negative amount such as +10%%, -5%% or +0.01", s)
+	}
+	if t.Relative {
+		v /= 100
+	}
+	t.Amount = v
+	return t, nil
+}
+
+// DefaultPolicy returns the policy used when none is given: TTFT and
+// goodput, the two numbers a serving regression shows up in first.
+//
+//	ttft-p99-sec:  5% worse at most, i.e. +5% (required)
+//	goodput-req/s: 5% worse at most, i.e. -5% (optional: only scenarios with SLOs report it)
+//
+// The tolerances are unsigned, so they follow the direction the inputs
+// declare with "Unit X better=...".
+//
+// The TTFT tolerance is below 10% so that a 10% slowdown is caught; see
+// the accuracy test for the measured false-fail and detection rates.
+func DefaultPolicy() *Policy {
+	return &Policy{
+		Alpha:      0.05,
+		Confidence: 0.95,
+		Rules: []Rule{
+			{Unit: "ttft-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}},
+			{Unit: "goodput-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+		},
+	}
+}
+
+// DefaultPolicyYAML is DefaultPolicy written as a policy file.
+const DefaultPolicyYAML = `# servegate gate policy (the built-in default; servegate gate -print-policy).
+alpha: 0.05          # significance level of each Mann-Whitney U test: significant when p <= alpha
+confidence: 0.95     # level of the ± intervals shown; never changes the verdict
+holm: false          # Holm–Bonferroni correction across the gated comparisons
+gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
+  ttft-p99-sec: 5%   # may get 5% worse; lower is better, so +5% (a written sign must match)
+  goodput-req/s:     # may get 5% worse; higher is better, so -5%
+    tolerance: 5%
+    optional: true   # reported only by scenarios that declare SLOs
+    # better: higher # would override the inputs' "Unit goodput-req/s better=..." line
+`
+
+// policyFile is the YAML form of a Policy.
+type policyFile struct {
+	Alpha      *float64  `yaml:"alpha"`
+	Confidence *float64  `yaml:"confidence"`
+	Holm       bool      `yaml:"holm"`
+	Gates      yaml.Node `yaml:"gates"`
+}
+
+// ruleFile is the long YAML form of one gate.
+type ruleFile struct {
+	Tolerance string `yaml:"tolerance"`
+	Better    string `yaml:"better"`
+	Optional  bool   `yaml:"optional"`
+}
+
+// ParsePolicy parses a policy file. Gates map a unit (or path.Match
+// pattern) to a tolerance, either directly ("ttft-p99-sec: +10%") or
+// as a mapping with tolerance, better (lower|higher) and optional keys.
+func ParsePolicy(data []byte) (*Policy, error) {
+	var f policyFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parse policy: %w", err)
+	}
+	p := &Policy{Alpha: 0.05, Confidence: 0.95, Holm: f.Holm}
+	if f.Alpha != nil {
+		p.Alpha = *f.Alpha
+	}
+	if f.Confidence != nil {
+		p.Confidence = *f.Confidence
+	}
+	if f.Gates.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("parse policy: line %d: gates: want a mapping of unit to tolerance", f.Gates.Line)
+	}
+	for i := 0; i+1 < len(f.Gates.Content); i += 2 {
+		k, v := f.Gates.Content[i], f.Gates.Content[i+1]
+		r, err := parseRule(k.Value, v)
+		if err != nil {
+			return nil, fmt.Errorf("parse policy: line %d: gates: %s: %w", k.Line, k.Value, err)
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("parse policy: %w", err)
+	}
+	return p, nil
+}
+
+func parseRule(unit string, v *yaml.Node) (Rule, error) {
+	r := Rule{Unit: unit}
+	rf := ruleFile{Tolerance: v.Value}
+	if v.Kind == yaml.MappingNode {
+		rf = ruleFile{}
+		if err := v.Decode(&rf); err != nil {
+			return r, err
+		}
+	} else if v.Kind != yaml.ScalarNode {
+		return r, errors.New("want a tolerance such as +10% or a mapping")
+	}
+	t, err := ParseTolerance(rf.Tolerance)
+	if err != nil {
+		return r, err
+	}
+	r.Tolerance, r.Optional = t, rf.Optional
+	switch rf.Better {
+	case "":
+	case "lower":
+		r.Better = -1
+	case "higher":
+		r.Better = 1
+	default:
+		return r, fmt.Errorf("better: %q, want lower or higher", rf.Better)
+	}
+	return r, nil
+}
+
+// LoadPolicy reads and parses a policy file.
+func LoadPolicy(file string) (*Policy, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	p, err := ParsePolicy(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return p, nil
+}
+
+// Validate reports a policy that cannot be applied.
+func (p *Policy) Validate() error {
+	var errs []error
+	if !(p.Alpha > 0 && p.Alpha < 1) {
+		errs = append(errs, fmt.Errorf("alpha %v: must be in (0, 1)", p.Alpha))
+	}
+	if !(p.Confidence > 0 && p.Confidence < 1) {
+		errs = append(errs, fmt.Errorf("confidence %v: must be in (0, 1)", p.Confidence))
+	}
+	if len(p.Rules) == 0 {
+		errs = append(errs, errors.New("gates: no gated unit"))
+	}
+	for _, r := range p.Rules {
+		if _, err := path.Match(r.Unit, ""); err != nil || r.Unit == "" || strings.ContainsAny(r.Unit, " \t") {
+			errs = append(errs, fmt.Errorf("gates: bad unit or pattern %q", r.Unit))
+		}
+		if r.Tolerance.Amount < 0 {
+			errs = append(errs, fmt.Errorf("gates: %s: negative tolerance", r.Unit))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rule returns the first rule gating unit.
+func (p *Policy) rule(unit string) (Rule, bool) {
+	for _, r := range p.Rules {
+		if ok, _ := path.Match(r.Unit, unit); ok {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// unitList lists the policy's gated units.
+func (p *Policy) unitList() string {
+	units := make([]string, len(p.Rules))
+	for i, r := range p.Rules {
+		units[i] = r.Unit
+	}
+	return strings.Join(units, ", ")
+}
