@@ -1,0 +1,72 @@
+package benchtest
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/benchtest/scenario"
+)
+
+// Bench runs sc as the sub-benchmark scenario=<name> of b: one full
+// scenario run per iteration, its metrics reported with b.ReportMetric in
+// benchstat units (ttft-p99-sec, tok/s, req/s, goodput-req/s, ...; the mean
+// over the iterations when b.N > 1) and ns/op suppressed. Run it as
+//
+//	go test -run '^$' -bench . -benchtime=1x -count=10 ./scenarios/...
+//
+// so each sample is one run and benchstat gets ten of them. Bench does not
+// fail on SLOs (that is Run's job); it logs the SLO table. Each iteration
+// also writes its result JSON and a line of bench.benchfmt under OutDir.
+func Bench(b *testing.B, sc *scenario.Scenario) {
+	b.Helper()
+	owner := b
+	b.Run("scenario="+sc.Name, func(b *testing.B) { runBench(b, owner, sc) })
+}
+
+// BenchDir runs every scenario file of dir with Bench.
+func BenchDir(b *testing.B, dir string) {
+	b.Helper()
+	scs, err := scenario.LoadDir(dir)
+	require.NoError(b, err)
+	for _, sc := range scs {
+		Bench(b, sc)
+	}
+}
+
+func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
+	b.StopTimer()
+	sc, tgt := start(b, owner, sc)
+	var (
+		units []string
+		sums  = map[string]float64{}
+		last  *outcome
+	)
+	for range b.N {
+		ctx, cancel := runContext(b.Context(), sc)
+		b.StartTimer()
+		o, err := execute(ctx, sc, tgt)
+		b.StopTimer()
+		cancel()
+		require.NoError(b, err)
+		o.save(b, "bench", benchBenchfmt, b.Name())
+		for _, m := range o.benchMetrics() {
+			if _, ok := sums[m.Unit]; !ok {
+				units = append(units, m.Unit)
+			}
+			sums[m.Unit] += m.Value
+		}
+		last = o
+	}
+	for _, u := range units {
+		b.ReportMetric(sums[u]/float64(b.N), u)
+	}
+	b.ReportMetric(0, "ns/op")
+	if last != nil {
+		var table bytes.Buffer
+		_ = report.WriteSLOTable(&table, last.verdicts)
+		b.Logf("SLOs of the last run (not asserted by Bench):\n%s", table.String())
+	}
+}

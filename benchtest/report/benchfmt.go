@@ -1,0 +1,142 @@
+// Package report turns a run's summary into what people and tools read:
+// benchfmt files for benchstat and the gate, SLO tables, and (on other
+// files) HTML, plots and the console summary.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Directions of a benchstat unit (the better= value of its metadata).
+const (
+	// Lower means smaller values are better (latencies, failures).
+	Lower = "lower"
+	// Higher means larger values are better (throughputs, goodput).
+	Higher = "higher"
+)
+
+// A BenchMetric is one value in benchstat's units: latencies in seconds
+// with a -sec suffix, rates in tok/s, req/s, goodput-req/s, ratios as
+// *-ratio. Never ms (benchstat would scale it as milli-milliseconds).
+type BenchMetric struct {
+	// Unit is the benchstat unit, such as ttft-p99-sec.
+	Unit string
+	// Value is in Unit, at full precision.
+	Value float64
+	// Better is Lower or Higher.
+	Better string
+}
+
+// latencyMetrics are the vLLM latency metrics, in the order reported.
+var latencyMetrics = []string{"ttft", "tpot", "itl", "e2el"}
+
+// rateMetrics map result-JSON names to benchstat units, in the order
+// reported.
+var rateMetrics = []struct {
+	name, unit, better string
+}{
+	{"request_throughput", "req/s", Higher},
+	{"request_goodput", "goodput-req/s", Higher},
+	{"output_throughput", "tok/s", Higher},
+	{"total_token_throughput", "total-tok/s", Higher},
+	{"max_output_tokens_per_s", "peak-tok/s", Higher},
+	{"goodput_ratio", "goodput-ratio", Higher},
+	{"failure_ratio", "fail-ratio", Lower},
+}
+
+// BenchMetrics converts a run's summary into benchstat values. lookup
+// returns a value by its result-JSON name (metrics.Summary.Value, extended
+// with scenario.WithDerived); names it does not know are left out. For
+// each of ttft, tpot, itl and e2el it reports the mean, the median (p50)
+// and each of percentiles, in seconds.
+func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float64) []BenchMetric {
+	var out []BenchMetric
+	add := func(name, unit, better string, div float64) {
+		if v, ok := lookup(name); ok {
+			out = append(out, BenchMetric{Unit: unit, Value: v / div, Better: better})
+		}
+	}
+	for _, m := range latencyMetrics {
+		add("mean_"+m+"_ms", m+"-mean-sec", Lower, 1000)
+		add("median_"+m+"_ms", m+"-p50-sec", Lower, 1000)
+		for _, p := range percentiles {
+			if p == 50 {
+				continue
+			}
+			ps := strconv.FormatFloat(p, 'f', -1, 64)
+			add("p"+ps+"_"+m+"_ms", m+"-p"+ps+"-sec", Lower, 1000)
+		}
+	}
+	for _, r := range rateMetrics {
+		add(r.name, r.unit, r.better, 1)
+	}
+	return out
+}
+
+// A BenchConfig is one file configuration line of a benchfmt file, such as
+// "model: llama".
+type BenchConfig struct {
+	// Key is lower-case with no spaces (model, target, scenario-sha).
+	Key string
+	// Value is one line of text.
+	Value string
+}
+
+// A BenchfmtWriter writes servegate results in the Go benchmark format with
+// benchfmt.Writer: values at full precision, file configuration before the
+// results it applies to, and a "Unit X better=lower|higher" line before a
+// unit's first use.
+type BenchfmtWriter struct {
+	w     *benchfmt.Writer
+	units map[string]bool
+}
+
+// NewBenchfmtWriter returns a writer to w.
+func NewBenchfmtWriter(w io.Writer) *BenchfmtWriter {
+	return &BenchfmtWriter{w: benchfmt.NewWriter(w), units: map[string]bool{}}
+}
+
+// WriteBenchfmtResult writes one result line. name is the benchmark name
+// without its "Benchmark" prefix ("Scenarios/scenario=chat-poisson-2");
+// iterations is 1 for one scenario run.
+func (w *BenchfmtWriter) WriteBenchfmtResult(name string, iterations int, config []BenchConfig, metrics []BenchMetric) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n") {
+		return fmt.Errorf("write benchfmt: benchmark name %q is empty or has spaces", name)
+	}
+	for _, m := range metrics {
+		if w.units[m.Unit] {
+			continue
+		}
+		if m.Unit == "" || strings.ContainsAny(m.Unit, " \t\r\n") {
+			return fmt.Errorf("write benchfmt: unit %q is empty or has spaces", m.Unit)
+		}
+		meta := &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: m.Unit, Key: "better"}, OrigUnit: m.Unit, Value: m.Better}
+		if err := w.w.Write(meta); err != nil {
+			return fmt.Errorf("write benchfmt: %w", err)
+		}
+		w.units[m.Unit] = true
+	}
+	res := &benchfmt.Result{Name: benchfmt.Name(name), Iters: iterations}
+	for _, c := range config {
+		if c.Key == "" || strings.ContainsAny(c.Key, " \t\r\n:") {
+			return fmt.Errorf("write benchfmt: configuration key %q is empty or has spaces or a colon", c.Key)
+		}
+		v := strings.Join(strings.Fields(c.Value), " ")
+		if v == "" {
+			continue // an empty value would read as the key's deletion
+		}
+		res.Config = append(res.Config, benchfmt.Config{Key: c.Key, Value: []byte(v), File: true})
+	}
+	for _, m := range metrics {
+		res.Values = append(res.Values, benchfmt.Value{Value: m.Value, Unit: m.Unit})
+	}
+	if err := w.w.Write(res); err != nil {
+		return fmt.Errorf("write benchfmt: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+// Package benchtest runs servegate scenarios from go test: Run and RunDir
+// as subtests that assert the SLOs with testify, Bench and BenchDir as
+// benchmarks that report the metrics in benchstat units. Targets are
+// started once and shared by the scenarios that use the same one; every
+// run writes vLLM's result JSON and a benchfmt file under OutDir.
+//
+//	func TestScenarios(t *testing.T)      { benchtest.RunDir(t, ".") }
+//	func BenchmarkScenarios(b *testing.B) { benchtest.BenchDir(b, ".") }
+//	func TestMain(m *testing.M)           { os.Exit(benchtest.Main(m)) }
+package benchtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/benchtest/scenario"
+)
+
+// Run runs sc as the subtest scenario=<name> of t and asserts every one of
+// its SLO bounds: the SLO table (metric, bound, measured, verdict) goes to
+// the test log and each violated bound fails the test with a message that
+// names the metric, the measured value and the bound. The environment
+// overrides (SERVEGATE_TARGET, ...) apply. The target is shared with the
+// other scenarios t runs and stopped when t ends (or at the end of the
+// process under Main).
+func Run(t *testing.T, sc *scenario.Scenario) {
+	t.Helper()
+	owner := t
+	t.Run("scenario="+sc.Name, func(t *testing.T) { runTest(t, owner, sc) })
+}
+
+// RunDir runs every scenario file (*.yaml, *.yml) of dir with Run, one
+// subtest each. A file that does not load fails t with the file:line
+// message.
+func RunDir(t *testing.T, dir string) {
+	t.Helper()
+	scs, err := scenario.LoadDir(dir)
+	require.NoError(t, err)
+	for _, sc := range scs {
+		Run(t, sc)
+	}
+}
+
+// start applies the environment overrides and acquires the target.
+func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*scenario.Scenario, *Target) {
+	tb.Helper()
+	sc, err := sc.Override(scenario.EnvFromOS())
+	require.NoError(tb, err)
+	tgt, err := shared.acquire(context.Background(), owner, sc.Target)
+	require.NoError(tb, err, "start the %s target of scenario %s", sc.Target.Kind, sc.Name)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			logTarget(tb, tgt)
+		}
+	})
+	return sc, tgt
+}
+
+func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
+	sc, tgt := start(t, owner, sc)
+	ctx, cancel := runContext(t.Context(), sc)
+	defer cancel()
+	o, err := execute(ctx, sc, tgt)
+	require.NoError(t, err)
+	o.save(t, "test", testBenchfmt, t.Name())
+
+	var table bytes.Buffer
+	require.NoError(t, report.WriteSLOTable(&table, o.verdicts))
+	t.Logf("scenario %s on %s target (%s): %d completed, %d failed in %.2fs\n%s",
+		sc.Name, tgt.Kind, tgt.Model, o.summary.Completed, o.summary.Failed, o.result.Duration.Seconds(), table.String())
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "### %s\n\n", t.Name())
+	_ = report.WriteSLOMarkdown(&md, o.verdicts)
+	md.WriteString("\n")
+	if err := out.appendText(sloMarkdown, md.String()); err != nil {
+		t.Errorf("write slo table: %v", err)
+	}
+	for _, v := range o.verdicts {
+		assert.Truef(t, v.Pass, "SLO violated in scenario %s: %s", sc.Name, report.SLOFailure([]scenario.Verdict{v}))
+	}
+	if t.Failed() {
+		logFailures(t, o)
+	}
+}
+
+// save writes the run's result JSON and benchfmt line, and logs where.
+func (o *outcome) save(tb testing.TB, mode, benchfmtFile, testName string) {
+	tb.Helper()
+	path, err := out.writeResult(o.sc.Name, mode, o.resultJSON())
+	if err != nil {
+		tb.Errorf("save result: %v", err)
+	}
+	bpath, err := out.writeBenchfmt(benchfmtFile, benchName(testName), o.benchConfig(), o.benchMetrics())
+	if err != nil {
+		tb.Errorf("save benchfmt: %v", err)
+	}
+	tb.Logf("results: %s, %s", path, bpath)
+}
+
+// logFailures logs the first failed requests' errors.
+func logFailures(tb testing.TB, o *outcome) {
+	tb.Helper()
+	n := 0
+	for _, r := range o.result.Records {
+		if r.Success || r.Error == "" {
+			continue
+		}
+		if n == 5 {
+			tb.Logf("... and more failed requests (see the result JSON's errors)")
+			break
+		}
+		tb.Logf("request %s failed (%s): %s", r.RequestID, r.Failure, r.Error)
+		n++
+	}
+}
+
+// logTarget writes the end of the target's log to the test log.
+func logTarget(tb testing.TB, tgt *Target) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logs, err := tgt.Logs(ctx)
+	if err != nil {
+		tb.Logf("%s target logs: %v", tgt.Kind, err)
+		return
+	}
+	if logs == "" {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(logs, "\n"), "\n")
+	const keep = 100
+	if len(lines) > keep {
+		lines = append([]string{fmt.Sprintf("[%d earlier lines]", len(lines)-keep)}, lines[len(lines)-keep:]...)
+	}
+	tb.Logf("%s target log (%s):\n%s", tgt.Kind, tgt.BaseURL, strings.Join(lines, "\n"))
+}

@@ -1,0 +1,38 @@
+package scenario
+
+import (
+	"slices"
+
+	"github.com/servegate/servegate/benchtest/metrics"
+)
+
+// DerivedMetrics are computed from the summary for SLOs: goodput_ratio is
+// request_goodput / request_throughput, the share of requests that met
+// slo.goodput.
+var DerivedMetrics = []string{"goodput_ratio"}
+
+// KnownMetric reports whether an SLO may bound the metric name: a name of
+// vLLM's result JSON or one of servegate's extras (metrics.KnownMetric), or
+// one of DerivedMetrics.
+func KnownMetric(name string) bool {
+	return slices.Contains(DerivedMetrics, name) || metrics.KnownMetric(name)
+}
+
+// WithDerived extends a summary lookup (metrics.Summary.Value) with
+// DerivedMetrics.
+func WithDerived(lookup func(name string) (float64, bool)) func(name string) (float64, bool) {
+	return func(name string) (float64, bool) {
+		if name == "goodput_ratio" {
+			good, ok1 := lookup("request_goodput")
+			all, ok2 := lookup("request_throughput")
+			if !ok1 || !ok2 {
+				return 0, false
+			}
+			if all == 0 {
+				return 0, true
+			}
+			return good / all, true
+		}
+		return lookup(name)
+	}
+}

@@ -1,0 +1,211 @@
+// Package scenario is servegate's scenario file: the schema, loading with
+// file:line errors, the defaults (all in defaults.go), validation, the
+// environment overrides CI uses, and the SLOs a run is checked against.
+//
+// A scenario file is YAML holding one scenario (a mapping) or several (a
+// sequence of mappings). docs/scenarios.md describes every key.
+package scenario
+
+import "time"
+
+// A Scenario is one benchmark run and the SLOs it must meet.
+type Scenario struct {
+	// Name identifies the scenario in test names (scenario=<name>) and
+	// output files. Letters, digits, '-', '_' and '.' only.
+	Name string `yaml:"name"`
+	// Description says what the scenario models, for people.
+	Description string `yaml:"description"`
+	// Target is the server under test.
+	Target Target `yaml:"target"`
+	// Backend is the request format: openai (completions, the default),
+	// vllm, openai-chat, openai-embeddings or vllm-rerank.
+	Backend string `yaml:"backend"`
+	// Endpoint is the request path; the default follows the backend.
+	Endpoint string `yaml:"endpoint"`
+	// Dataset says which requests are sent.
+	Dataset Dataset `yaml:"dataset"`
+	// Load is the arrival process and its limits.
+	Load Load `yaml:"load"`
+	// Sampling holds the sampling parameters sent with every request.
+	Sampling Sampling `yaml:"sampling"`
+	// ExtraBody is merged into every request body last, and wins.
+	ExtraBody map[string]any `yaml:"extra_body"`
+	// Headers are extra HTTP headers sent with every request.
+	Headers map[string]string `yaml:"headers"`
+	// Metrics selects the percentiles the summary computes.
+	Metrics Metrics `yaml:"metrics"`
+	// SLO is what the run must meet.
+	SLO SLO `yaml:"slo"`
+
+	// File is the file the scenario was loaded from ("" when parsed from
+	// bytes with no name).
+	File string `yaml:"-"`
+	// Line is the line of the file where the scenario starts.
+	Line int `yaml:"-"`
+	// SHA is the hex SHA-256 of the scenario's YAML content (re-encoded
+	// from its node, so comments, layout and the other scenarios of a list
+	// do not change it). Results carry it as scenario-sha.
+	SHA string `yaml:"-"`
+
+	pos positions
+}
+
+// Target kinds.
+const (
+	// TargetSim is the simulator in a container (testcontainers).
+	TargetSim = "sim"
+	// TargetInproc is the simulator as an httptest server in the test
+	// process.
+	TargetInproc = "inproc"
+	// TargetVLLM is a real vLLM CPU image in a container.
+	TargetVLLM = "vllm"
+	// TargetURL is an already running server at Target.URL.
+	TargetURL = "url"
+)
+
+// A Target is the server under test.
+type Target struct {
+	// Kind is sim (default), inproc, vllm or url.
+	Kind string `yaml:"kind"`
+	// Model is the model id the results name and the server serves.
+	Model string `yaml:"model"`
+	// ServedModelName, when set, is the model name sent in requests.
+	ServedModelName string `yaml:"served_model_name"`
+	// Tokenizer is a tokenizer.json path (relative paths are relative to
+	// the scenario file), a fixture name ("llama3" or "bert"), or a model id
+	// found in the local Hugging Face cache. Default: the model's tokenizer
+	// when Model is cached locally, else the Llama-3 fixture.
+	Tokenizer string `yaml:"tokenizer"`
+	// Image is the container image of sim and vllm targets; empty picks
+	// the default (the simulator image built from this repository, or the
+	// pinned vLLM CPU image).
+	Image string `yaml:"image"`
+	// Args are extra server arguments (vllm serve flags, simulator flags).
+	Args []string `yaml:"args"`
+	// Env is extra server environment.
+	Env map[string]string `yaml:"env"`
+	// Profile is the simulator's named latency profile (sim and inproc).
+	Profile string `yaml:"profile"`
+	// URL is the base URL of a url target (http://host:port).
+	URL string `yaml:"url"`
+	// StartTimeout bounds starting the target (container build, model
+	// load). Default 10m.
+	StartTimeout Duration `yaml:"start_timeout"`
+}
+
+// Dataset names.
+var datasetNames = []string{"random", "random-rerank", "sharegpt", "custom", "prefix_repetition", "burstgpt", "sonnet", "spec_bench"}
+
+// A Dataset says which requests a scenario sends. Which length keys apply
+// depends on Name; docs/scenarios.md has the table.
+type Dataset struct {
+	// Name is the dataset: random (default), random-rerank, sharegpt,
+	// custom, prefix_repetition, burstgpt, sonnet or spec_bench.
+	Name string `yaml:"name"`
+	// Path is the dataset file (relative to the scenario file).
+	Path string `yaml:"path"`
+	// NumPrompts is the number of requests. Default 100.
+	NumPrompts int `yaml:"num_prompts"`
+	// Seed seeds sampling, shuffling and the arrival process. Default 0.
+	Seed int64 `yaml:"seed"`
+	// InputLen is the prompt length in tokens (random, sonnet).
+	InputLen int `yaml:"input_len"`
+	// OutputLen is the output length in tokens (max_tokens); for sharegpt
+	// and custom, a fixed output length overriding the file's.
+	OutputLen int `yaml:"output_len"`
+	// PrefixLen is the shared prefix length in tokens (random, sonnet,
+	// prefix_repetition).
+	PrefixLen int `yaml:"prefix_len"`
+	// SuffixLen is the per-request suffix length (prefix_repetition).
+	SuffixLen int `yaml:"suffix_len"`
+	// NumPrefixes is the number of distinct prefixes (prefix_repetition).
+	NumPrefixes int `yaml:"num_prefixes"`
+	// RangeRatio widens lengths to [len·(1-r), len·(1+r)] (random), in
+	// [0, 1).
+	RangeRatio float64 `yaml:"range_ratio"`
+	// SkipChatTemplate sends custom prompts as written.
+	SkipChatTemplate bool `yaml:"skip_chat_template"`
+	// NoOversample keeps fewer requests than NumPrompts when the file has
+	// fewer.
+	NoOversample bool `yaml:"no_oversample"`
+	// DisableShuffle keeps the file's order.
+	DisableShuffle bool `yaml:"disable_shuffle"`
+}
+
+// A Load is the arrival process and its limits.
+type Load struct {
+	// RequestRate is the mean arrival rate in requests/s; inf (the
+	// default) sends everything at once.
+	RequestRate float64 `yaml:"request_rate"`
+	// Burstiness is the gamma shape of the gaps: 1 (default) is Poisson,
+	// below 1 burstier, inf constant gaps.
+	Burstiness float64 `yaml:"burstiness"`
+	// RampUp, when set, moves the rate from start to end over the run
+	// instead of a fixed RequestRate.
+	RampUp *RampUp `yaml:"ramp_up"`
+	// MaxConcurrency limits requests in flight; 0 is unlimited.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Warmups is the number of warm-up requests sent before the run.
+	Warmups int `yaml:"warmups"`
+	// MaxDuration ends the run (cancelling requests in flight) after this
+	// long; 0 is no limit.
+	MaxDuration Duration `yaml:"max_duration"`
+	// RequestTimeout fails a request that takes longer; 0 is no limit.
+	RequestTimeout Duration `yaml:"request_timeout"`
+	// ReadyTimeout bounds the wait for the server's first good answer;
+	// default 10m, 0s skips the check.
+	ReadyTimeout *Duration `yaml:"ready_timeout"`
+	// TraceReplay sends each request at the dataset's arrival time instead
+	// of the synthetic process (burstgpt, custom with timestamps).
+	TraceReplay bool `yaml:"trace_replay"`
+	// TraceSpeed scales trace time: 2 replays twice as fast. Default 1.
+	TraceSpeed float64 `yaml:"trace_speed"`
+}
+
+// A RampUp moves the request rate between two values over the run.
+type RampUp struct {
+	// Strategy is linear or exponential.
+	Strategy string `yaml:"strategy"`
+	// StartRPS is the rate at the start, requests/s.
+	StartRPS float64 `yaml:"start_rps"`
+	// EndRPS is the rate at the end, requests/s.
+	EndRPS float64 `yaml:"end_rps"`
+}
+
+// Sampling holds the sampling parameters; unset ones are not sent (the
+// temperature is sent as 0 when unset, as vLLM's benchmark does).
+type Sampling struct {
+	// Temperature is the sampling temperature.
+	Temperature *float64 `yaml:"temperature"`
+	// TopP is nucleus sampling's probability mass, in (0, 1].
+	TopP *float64 `yaml:"top_p"`
+	// TopK keeps the k most likely tokens; -1 disables.
+	TopK *int `yaml:"top_k"`
+	// MinP is the minimum probability relative to the top token, in [0, 1].
+	MinP *float64 `yaml:"min_p"`
+	// RepetitionPenalty, FrequencyPenalty and PresencePenalty are passed
+	// through.
+	RepetitionPenalty *float64 `yaml:"repetition_penalty"`
+	// FrequencyPenalty is passed through.
+	FrequencyPenalty *float64 `yaml:"frequency_penalty"`
+	// PresencePenalty is passed through.
+	PresencePenalty *float64 `yaml:"presence_penalty"`
+	// IgnoreEOS asks for exactly max_tokens output tokens.
+	IgnoreEOS bool `yaml:"ignore_eos"`
+}
+
+// Metrics selects the percentiles the summary computes. Percentiles that
+// SLOs name are added on their own.
+type Metrics struct {
+	// PercentileMetrics are the metrics with percentiles: any of ttft,
+	// tpot, itl, e2el. Default ttft, tpot, itl (vLLM's).
+	PercentileMetrics []string `yaml:"percentile_metrics"`
+	// Percentiles are in [0, 100]. Default 99.
+	Percentiles []float64 `yaml:"percentiles"`
+}
+
+// A Duration is a time.Duration written as Go writes one ("30s", "2m").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

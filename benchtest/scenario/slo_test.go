@@ -1,0 +1,59 @@
+package scenario
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBoundHolds(t *testing.T) {
+	cases := []struct {
+		bound    string
+		measured float64
+		want     bool
+	}{
+		{"p99_ttft_ms <= 800", 800, true},
+		{"p99_ttft_ms <= 800", 800.0001, false},
+		{"p99_ttft_ms < 800", 800, false},
+		{"output_throughput >= 50", 50, true},
+		{"output_throughput > 50", 50, false},
+		{"failed == 0", 0, true},
+		{"failed == 0", 1, false},
+		{"failed==0", 0, true},
+		{"mean_itl_ms <= 1e3", 999, true},
+		{"mean_itl_ms <= 10", math.NaN(), false},
+	}
+	for _, c := range cases {
+		b, err := ParseBound(c.bound)
+		require.NoError(t, err, c.bound)
+		assert.Equal(t, c.want, b.Holds(c.measured), "%s with %v", c.bound, c.measured)
+	}
+	b, _ := ParseBound("failed==0")
+	assert.Equal(t, "failed == 0", b.String())
+}
+
+func TestSLOCheck(t *testing.T) {
+	slo := SLO{Bounds: []Bound{{"p99_ttft_ms", "<=", 800}, {"failed", "==", 0}, {"p95_itl_ms", "<=", 5}, {"goodput_ratio", ">=", 0.9}, {"failure_ratio", "<=", 0.01}}}
+	summary := map[string]float64{"p99_ttft_ms": 900, "failed": 0, "completed": 10, "failure_ratio": 0, "request_goodput": 4.5, "request_throughput": 5}
+	lookup := WithDerived(func(name string) (float64, bool) { v, ok := summary[name]; return v, ok })
+	vs := slo.Check(lookup)
+	assert.Equal(t, []Verdict{
+		{Bound: slo.Bounds[0], Measured: 900, Found: true, Pass: false},
+		{Bound: slo.Bounds[1], Measured: 0, Found: true, Pass: true},
+		{Bound: slo.Bounds[2], Found: false, Pass: false},
+		{Bound: slo.Bounds[3], Measured: 0.9, Found: true, Pass: true},
+		{Bound: slo.Bounds[4], Measured: 0, Found: true, Pass: true},
+	}, vs)
+	assert.Equal(t, []Verdict{vs[0], vs[2]}, Failed(vs))
+}
+
+func TestKnownMetric(t *testing.T) {
+	for _, m := range []string{"p99_ttft_ms", "p99.9_itl_ms", "p100_e2el_ms", "mean_tpot_ms", "median_e2el_ms", "std_ttft_ms", "failed", "request_goodput", "goodput_ratio", "failure_ratio", "p99_schedule_lag_ms", "mean_queue_ms", "failed_timeout", "output_throughput"} {
+		assert.True(t, KnownMetric(m), m)
+	}
+	for _, m := range []string{"p101_ttft_ms", "p-1_ttft_ms", "p99_ttft", "ttft", "p99_foo_ms", "mean_ttft_sec", ""} {
+		assert.False(t, KnownMetric(m), m)
+	}
+}

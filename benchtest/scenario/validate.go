@@ -1,0 +1,266 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var (
+	targetKinds       = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL}
+	backends          = []string{"openai", "vllm", "openai-chat", "openai-embeddings", "vllm-rerank"}
+	rampStrategies    = []string{"linear", "exponential"}
+	percentileMetrics = []string{"ttft", "tpot", "itl", "e2el"}
+	goodputMetrics    = []string{"ttft", "tpot", "e2el"}
+	fileDatasets      = []string{"sharegpt", "custom", "burstgpt", "sonnet", "spec_bench"}
+	traceDatasets     = []string{"burstgpt", "custom"}
+	namePattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+// goodputDependent are the metrics that exist only with slo.goodput.
+var goodputDependent = []string{"request_goodput", "goodput_ratio"}
+
+// validate checks every value the run will use (defaults applied) and
+// returns the first problem, naming file, line and field.
+func (sc *Scenario) validate() error {
+	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO}
+	for _, c := range checks {
+		if err := c(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sc *Scenario) errorf(field, format string, args ...any) error {
+	return &Error{File: sc.File, Line: sc.pos.line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func oneOf(list []string) string { return strings.Join(list, ", ") }
+
+func (sc *Scenario) validateTarget() error {
+	if sc.Name == "" {
+		return sc.errorf("name", "required")
+	}
+	if !namePattern.MatchString(sc.Name) {
+		return sc.errorf("name", "%q: use letters, digits, '.', '_' and '-' only, starting with a letter or digit", sc.Name)
+	}
+	t := sc.Target
+	if !slices.Contains(targetKinds, t.Kind) {
+		return sc.errorf("target.kind", "must be one of %s; got %q", oneOf(targetKinds), t.Kind)
+	}
+	switch t.Kind {
+	case TargetURL:
+		if t.URL == "" {
+			return sc.errorf("target.url", "required when target.kind is url (or set SERVEGATE_URL)")
+		}
+		u, err := url.Parse(t.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return sc.errorf("target.url", "want http://host:port, got %q", t.URL)
+		}
+	case TargetVLLM:
+		if t.Model == "" {
+			return sc.errorf("target.model", "required when target.kind is vllm (or set SERVEGATE_MODEL)")
+		}
+	}
+	if t.URL != "" && t.Kind != TargetURL {
+		return sc.errorf("target.url", "only for target.kind url; this target is %s", t.Kind)
+	}
+	if t.Profile != "" && t.Kind != TargetSim && t.Kind != TargetInproc {
+		return sc.errorf("target.profile", "a simulator profile needs target.kind sim or inproc; this target is %s", t.Kind)
+	}
+	if t.StartTimeout < 0 {
+		return sc.errorf("target.start_timeout", "must not be negative, got %s", t.StartTimeout.D())
+	}
+	return nil
+}
+
+func (sc *Scenario) validateRequest() error {
+	if !slices.Contains(backends, sc.Backend) {
+		return sc.errorf("backend", "must be one of %s; got %q", oneOf(backends), sc.Backend)
+	}
+	if !strings.HasPrefix(sc.Endpoint, "/") {
+		return sc.errorf("endpoint", "must be a path starting with /, got %q", sc.Endpoint)
+	}
+	for k := range sc.Headers {
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			return sc.errorf("headers."+k, "%q is not a header name", k)
+		}
+	}
+	return nil
+}
+
+func (sc *Scenario) validateDataset() error {
+	d := sc.Dataset
+	if !slices.Contains(datasetNames, d.Name) {
+		return sc.errorf("dataset.name", "must be one of %s; got %q", oneOf(datasetNames), d.Name)
+	}
+	if slices.Contains(fileDatasets, d.Name) && d.Path == "" {
+		return sc.errorf("dataset.path", "required for the %s dataset", d.Name)
+	}
+	if d.NumPrompts < 1 {
+		return sc.errorf("dataset.num_prompts", "must be at least 1, got %d", d.NumPrompts)
+	}
+	lens := []struct {
+		key string
+		v   int
+		min int
+	}{
+		{"input_len", d.InputLen, 0}, {"output_len", d.OutputLen, 0}, {"prefix_len", d.PrefixLen, 0},
+		{"suffix_len", d.SuffixLen, 0}, {"num_prefixes", d.NumPrefixes, 0},
+	}
+	for _, l := range lens {
+		if l.v < l.min {
+			return sc.errorf("dataset."+l.key, "must not be negative, got %d", l.v)
+		}
+	}
+	switch d.Name {
+	case "random":
+		if d.InputLen < 1 && d.PrefixLen < 1 {
+			return sc.errorf("dataset.input_len", "must be at least 1 (or set prefix_len), got %d", d.InputLen)
+		}
+		if d.OutputLen < 1 {
+			return sc.errorf("dataset.output_len", "must be at least 1, got %d", d.OutputLen)
+		}
+	case "prefix_repetition":
+		if d.NumPrefixes < 1 {
+			return sc.errorf("dataset.num_prefixes", "must be at least 1, got %d", d.NumPrefixes)
+		}
+		if d.OutputLen < 1 {
+			return sc.errorf("dataset.output_len", "must be at least 1, got %d", d.OutputLen)
+		}
+	}
+	if d.RangeRatio < 0 || d.RangeRatio >= 1 {
+		return sc.errorf("dataset.range_ratio", "must be in [0, 1), got %v", d.RangeRatio)
+	}
+	return nil
+}
+
+func (sc *Scenario) validateLoad() error {
+	l := sc.Load
+	if math.IsNaN(l.RequestRate) || l.RequestRate <= 0 {
+		return sc.errorf("load.request_rate", "must be a positive rate in requests/s (or inf for all at once), got %v", l.RequestRate)
+	}
+	if math.IsNaN(l.Burstiness) || l.Burstiness <= 0 {
+		return sc.errorf("load.burstiness", "must be positive (1 is Poisson, below 1 burstier, inf constant gaps), got %v", l.Burstiness)
+	}
+	if r := l.RampUp; r != nil {
+		if sc.pos.has("load.request_rate") {
+			return sc.errorf("load.ramp_up", "cannot be combined with load.request_rate: the ramp-up sets the rate; remove one of them")
+		}
+		if !slices.Contains(rampStrategies, r.Strategy) {
+			return sc.errorf("load.ramp_up.strategy", "must be one of %s; got %q", oneOf(rampStrategies), r.Strategy)
+		}
+		for _, k := range []string{"start_rps", "end_rps"} {
+			if !sc.pos.has("load.ramp_up." + k) {
+				return sc.errorf("load.ramp_up."+k, "required with a ramp-up")
+			}
+		}
+		if r.StartRPS < 0 || r.EndRPS < 0 || math.IsInf(r.EndRPS, 0) || math.IsNaN(r.StartRPS) || math.IsNaN(r.EndRPS) {
+			return sc.errorf("load.ramp_up", "start_rps and end_rps must be finite and non-negative, got %v and %v", r.StartRPS, r.EndRPS)
+		}
+		if r.StartRPS > r.EndRPS {
+			return sc.errorf("load.ramp_up.start_rps", "must not exceed end_rps (%v > %v)", r.StartRPS, r.EndRPS)
+		}
+		if r.Strategy == "exponential" && r.StartRPS == 0 {
+			return sc.errorf("load.ramp_up.start_rps", "must be positive for an exponential ramp-up")
+		}
+	}
+	ints := []struct {
+		key string
+		v   int
+	}{{"max_concurrency", l.MaxConcurrency}, {"warmups", l.Warmups}}
+	for _, i := range ints {
+		if i.v < 0 {
+			return sc.errorf("load."+i.key, "must not be negative, got %d", i.v)
+		}
+	}
+	durs := []struct {
+		key string
+		v   Duration
+	}{{"max_duration", l.MaxDuration}, {"request_timeout", l.RequestTimeout}, {"ready_timeout", *l.ReadyTimeout}}
+	for _, d := range durs {
+		if d.v < 0 {
+			return sc.errorf("load."+d.key, "must not be negative, got %s", d.v.D())
+		}
+	}
+	if l.TraceReplay {
+		if !slices.Contains(traceDatasets, sc.Dataset.Name) {
+			return sc.errorf("load.trace_replay", "needs a dataset with arrival times (%s); %s has none", oneOf(traceDatasets), sc.Dataset.Name)
+		}
+		if sc.pos.has("load.request_rate") || l.RampUp != nil {
+			return sc.errorf("load.trace_replay", "cannot be combined with load.request_rate or load.ramp_up: the trace sets the arrivals")
+		}
+	}
+	if math.IsNaN(l.TraceSpeed) || l.TraceSpeed <= 0 || math.IsInf(l.TraceSpeed, 0) {
+		return sc.errorf("load.trace_speed", "must be a positive finite factor, got %v", l.TraceSpeed)
+	}
+	return nil
+}
+
+func (sc *Scenario) validateSampling() error {
+	s := sc.Sampling
+	if s.Temperature != nil && *s.Temperature < 0 {
+		return sc.errorf("sampling.temperature", "must not be negative, got %v", *s.Temperature)
+	}
+	if s.TopP != nil && (*s.TopP <= 0 || *s.TopP > 1) {
+		return sc.errorf("sampling.top_p", "must be in (0, 1], got %v", *s.TopP)
+	}
+	if s.TopK != nil && *s.TopK < -1 {
+		return sc.errorf("sampling.top_k", "must be -1 (disabled) or more, got %d", *s.TopK)
+	}
+	if s.MinP != nil && (*s.MinP < 0 || *s.MinP > 1) {
+		return sc.errorf("sampling.min_p", "must be in [0, 1], got %v", *s.MinP)
+	}
+	if s.RepetitionPenalty != nil && *s.RepetitionPenalty <= 0 {
+		return sc.errorf("sampling.repetition_penalty", "must be positive, got %v", *s.RepetitionPenalty)
+	}
+	return nil
+}
+
+func (sc *Scenario) validateSLO() error {
+	m := sc.Metrics
+	for i, pm := range m.PercentileMetrics {
+		if !slices.Contains(percentileMetrics, pm) {
+			return sc.errorf(fmt.Sprintf("metrics.percentile_metrics[%d]", i), "must be one of %s; got %q", oneOf(percentileMetrics), pm)
+		}
+	}
+	for i, p := range m.Percentiles {
+		if err := checkPercentile(p); err != nil {
+			return sc.errorf(fmt.Sprintf("metrics.percentiles[%d]", i), "%v", err)
+		}
+	}
+	for k, v := range sc.SLO.Goodput {
+		if !slices.Contains(goodputMetrics, k) {
+			return sc.errorf("slo.goodput."+k, "unknown goodput metric; must be one of %s (milliseconds)", oneOf(goodputMetrics))
+		}
+		if v < 0 || math.IsNaN(v) {
+			return sc.errorf("slo.goodput."+k, "must not be negative, got %v", v)
+		}
+	}
+	for i, b := range sc.SLO.Bounds {
+		field := fmt.Sprintf("slo.bounds[%d]", i)
+		if p, metric, ok := percentileOf(b.Metric); ok && slices.Contains(percentileMetrics, metric) {
+			if err := checkPercentile(p); err != nil {
+				return sc.errorf(field, "%s: %v", b.Metric, err)
+			}
+		}
+		if !KnownMetric(b.Metric) {
+			return sc.errorf(field, "unknown metric %q (docs/scenarios.md lists the metrics)", b.Metric)
+		}
+		if slices.Contains(goodputDependent, b.Metric) && len(sc.SLO.Goodput) == 0 {
+			return sc.errorf(field, "%s needs slo.goodput (the ttft/tpot/e2el limits that make a request good)", b.Metric)
+		}
+	}
+	return nil
+}
+
+func checkPercentile(p float64) error {
+	if math.IsNaN(p) || p < 0 || p > 100 {
+		return fmt.Errorf("percentile must be in [0, 100], got %v", p)
+	}
+	return nil
+}

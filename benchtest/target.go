@@ -1,0 +1,166 @@
+package benchtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/scenario"
+)
+
+// A Target is a running server under test.
+type Target struct {
+	// Kind is sim, inproc, vllm or url.
+	Kind string
+	// BaseURL is where requests go (http://host:port).
+	BaseURL string
+	// Model is the model id results name.
+	Model string
+	// ServedModelName is the model name requests send.
+	ServedModelName string
+	// Image is the container image, "" for inproc and url targets.
+	Image string
+
+	logs  func(ctx context.Context) (string, error)
+	close func(ctx context.Context) error
+}
+
+// Logs returns the server's log ("" when the target has none).
+func (t *Target) Logs(ctx context.Context) (string, error) {
+	if t.logs == nil {
+		return "", nil
+	}
+	return t.logs(ctx)
+}
+
+// Close stops the server (a no-op for url targets).
+func (t *Target) Close(ctx context.Context) error {
+	if t.close == nil {
+		return nil
+	}
+	return t.close(ctx)
+}
+
+// starters start each target kind; targets.go fills it.
+var starters = map[string]func(ctx context.Context, spec scenario.Target) (*Target, error){}
+
+// A pool starts each distinct target once and shares it among the
+// scenarios that use the same one.
+type pool struct {
+	mu      sync.Mutex
+	entries map[string]*entry
+	// keep holds targets until closeAll (benchtest.Main); otherwise a
+	// target is stopped when the last test holding it ends.
+	keep bool
+}
+
+type entry struct {
+	once   sync.Once
+	target *Target
+	err    error
+	refs   int
+}
+
+var shared = &pool{entries: map[string]*entry{}}
+
+// key identifies a target: every field of its spec but the start timeout.
+func key(spec scenario.Target) string {
+	spec.StartTimeout = 0
+	b, _ := json.Marshal(spec)
+	return string(b)
+}
+
+// acquire returns the running target for spec, starting it on first use.
+// The reference is released when owner ends; the target stops when no
+// test holds it any more, unless Main keeps targets for the whole process.
+func (p *pool) acquire(ctx context.Context, owner testing.TB, spec scenario.Target) (*Target, error) {
+	k := key(spec)
+	p.mu.Lock()
+	e, ok := p.entries[k]
+	if !ok {
+		e = &entry{}
+		p.entries[k] = e
+	}
+	e.refs++
+	p.mu.Unlock()
+	owner.Cleanup(func() { p.release(owner, k, e) })
+
+	e.once.Do(func() {
+		start, ok := starters[spec.Kind]
+		if !ok {
+			e.err = fmt.Errorf("start %s target: unknown kind", spec.Kind)
+			return
+		}
+		timeout := spec.StartTimeout.D()
+		if timeout <= 0 {
+			timeout = scenario.DefaultStartTimeout
+		}
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		e.target, e.err = start(sctx, spec)
+	})
+	return e.target, e.err
+}
+
+func (p *pool) release(tb testing.TB, k string, e *entry) {
+	p.mu.Lock()
+	e.refs--
+	last := e.refs == 0 && !p.keep
+	if last {
+		delete(p.entries, k)
+	}
+	p.mu.Unlock()
+	if last && e.target != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.target.Close(ctx); err != nil {
+			tb.Errorf("stop %s target: %v", e.target.Kind, err)
+		}
+	}
+}
+
+// closeAll stops every target of the pool.
+func (p *pool) closeAll() error {
+	p.mu.Lock()
+	entries := p.entries
+	p.entries = map[string]*entry{}
+	p.mu.Unlock()
+	var errs []error
+	for _, e := range entries {
+		if e.target == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := e.target.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s target: %w", e.target.Kind, err))
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// Main runs the tests and benchmarks of a package with targets shared by
+// all of them (across -count repetitions too) and stopped at the end. Use
+// it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(benchtest.Main(m)) }
+//
+// Without it a target lives as long as the test or benchmark that called
+// Run, RunDir, Bench or BenchDir.
+func Main(m *testing.M) int {
+	shared.mu.Lock()
+	shared.keep = true
+	shared.mu.Unlock()
+	code := m.Run()
+	if err := shared.closeAll(); err != nil {
+		fmt.Println("benchtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}

@@ -1,0 +1,89 @@
+package benchtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/containers/simulator/sim"
+)
+
+func init() {
+	starters[scenario.TargetURL] = startURL
+	starters[scenario.TargetInproc] = startInproc
+}
+
+// startURL uses a server that is already running.
+func startURL(_ context.Context, spec scenario.Target) (*Target, error) {
+	return &Target{
+		Kind:            scenario.TargetURL,
+		BaseURL:         strings.TrimRight(spec.URL, "/"),
+		Model:           spec.Model,
+		ServedModelName: spec.ServedModelName,
+	}, nil
+}
+
+// simSettings turns the target's args ("--max_num_seqs=4", "slowdown=1.1")
+// and model into simulator knob settings.
+func simSettings(spec scenario.Target) (map[string]string, error) {
+	set := map[string]string{}
+	for _, a := range spec.Args {
+		k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("simulator arg %q: want --knob=value", a)
+		}
+		set[strings.ReplaceAll(k, "-", "_")] = v
+	}
+	if m := firstNonEmpty(spec.ServedModelName, spec.Model); m != "" {
+		set["model"] = m
+	}
+	return set, nil
+}
+
+// startInproc runs the simulator as an httptest server in this process.
+// Its tokenizer is the scenario's, so prompt counts match the client's.
+func startInproc(ctx context.Context, spec scenario.Target) (*Target, error) {
+	set, err := simSettings(spec)
+	if err != nil {
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	tok, _, err := loadTokenizer(ctx, spec.Tokenizer, spec.Model)
+	if err != nil {
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	srv, err := sim.New(sim.Config{Profile: spec.Profile, Set: set, Tokenizer: tok})
+	if err != nil {
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	hs := httptest.NewServer(srv)
+	served := srv.Params().Model
+	return &Target{
+		Kind:            scenario.TargetInproc,
+		BaseURL:         hs.URL,
+		Model:           firstNonEmpty(spec.Model, served),
+		ServedModelName: served,
+		close: func(context.Context) error {
+			err := srv.Close() // ends the streams in flight first
+			hs.CloseClientConnections()
+			hs.Close()
+			return err
+		},
+	}, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func decodeJSON(r io.Reader, v any) error {
+	return json.NewDecoder(r).Decode(v)
+}

@@ -1,0 +1,164 @@
+package benchtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/containers/dockertest"
+	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/containers/vllm"
+)
+
+func init() {
+	starters[scenario.TargetSim] = startSim
+	starters[scenario.TargetVLLM] = startVLLM
+}
+
+// startSim runs the simulator image (built from this repository and cached
+// by content hash, or target.image) with testcontainers.
+func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
+	dockertest.SetDefaults()
+	set, err := simSettings(spec)
+	if err != nil {
+		return nil, fmt.Errorf("start sim target: %w", err)
+	}
+	opts := []testcontainers.ContainerCustomizer{simulator.WithStartupTimeout(spec.StartTimeout.D())}
+	if spec.Profile != "" {
+		opts = append(opts, simulator.WithProfile(spec.Profile))
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		opts = append(opts, simulator.WithKnob(k, set[k]))
+	}
+	if len(spec.Env) > 0 {
+		opts = append(opts, testcontainers.WithEnv(spec.Env))
+	}
+	if spec.Image != "" {
+		opts = append(opts, testcontainers.WithImage(spec.Image))
+	}
+	ctr, err := simulator.Run(ctx, opts...)
+	if err != nil {
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, fmt.Errorf("start sim target: %w", err)
+	}
+	base, err := ctr.BaseURL(ctx)
+	if err != nil {
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, fmt.Errorf("start sim target: %w", err)
+	}
+	served, err := servedModel(ctx, base)
+	if err != nil {
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, fmt.Errorf("start sim target: %w", err)
+	}
+	image := spec.Image
+	if image == "" {
+		if info, err := ctr.Inspect(ctx); err == nil && info.Config != nil {
+			image = info.Config.Image
+		}
+	}
+	return &Target{
+		Kind:            scenario.TargetSim,
+		BaseURL:         base,
+		Model:           firstNonEmpty(spec.Model, served),
+		ServedModelName: served,
+		Image:           image,
+		logs:            containerLogs(ctr),
+		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
+	}, nil
+}
+
+// servedModel asks /v1/models for the first model's id.
+func servedModel(ctx context.Context, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := decodeJSON(resp.Body, &body); err != nil || len(body.Data) == 0 {
+		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
+	}
+	return body.Data[0].ID, nil
+}
+
+// containerLogs returns a function that reads a container's whole log.
+func containerLogs(ctr testcontainers.Container) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		rc, err := ctr.Logs(ctx)
+		if err != nil {
+			return "", fmt.Errorf("container logs: %w", err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			return "", fmt.Errorf("container logs: %w", err)
+		}
+		return string(b), nil
+	}
+}
+
+// startVLLM runs a real vLLM CPU image (containers/vllm): target.model,
+// served_model_name, args (vllm serve flags), env, image (default the
+// module's pinned image, or SERVEGATE_IMAGE).
+func startVLLM(ctx context.Context, spec scenario.Target) (*Target, error) {
+	dockertest.SetDefaults()
+	opts := []testcontainers.ContainerCustomizer{
+		vllm.WithModel(spec.Model),
+		vllm.WithStartupTimeout(spec.StartTimeout.D()),
+	}
+	if spec.ServedModelName != "" {
+		opts = append(opts, vllm.WithServedModelName(spec.ServedModelName))
+	}
+	if len(spec.Args) > 0 {
+		opts = append(opts, vllm.WithExtraArgs(spec.Args...))
+	}
+	if len(spec.Env) > 0 {
+		opts = append(opts, vllm.WithEnv(spec.Env))
+	}
+	ctr, err := vllm.Run(ctx, spec.Image, opts...)
+	if err != nil {
+		logs := ""
+		if ctr != nil {
+			logs = "\n" + ctr.LogTail()
+		}
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, fmt.Errorf("start vllm target: %w%s", err, logs)
+	}
+	base, err := ctr.BaseURL(ctx)
+	if err != nil {
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, fmt.Errorf("start vllm target: %w", err)
+	}
+	image := spec.Image
+	if image == "" {
+		image = vllm.Image()
+	}
+	return &Target{
+		Kind:            scenario.TargetVLLM,
+		BaseURL:         base,
+		Model:           spec.Model,
+		ServedModelName: ctr.Model,
+		Image:           image,
+		logs:            func(context.Context) (string, error) { return ctr.LogTail(), nil },
+		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
+	}, nil
+}
