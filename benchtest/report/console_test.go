@@ -2,18 +2,13 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // values is a MetricValues over a plain map.
 type values map[string]float64
@@ -64,7 +59,7 @@ func TestWriteConsoleSummaryGolden(t *testing.T) {
 			tc.s.Values = sampleValues()
 			var buf bytes.Buffer
 			require.NoError(t, WriteConsoleSummary(&buf, tc.s))
-			golden(t, filepath.Join("testdata", "console-"+tc.name+".golden"), buf.Bytes())
+			golden(t, "console-"+tc.name+".golden", buf.Bytes())
 		})
 	}
 }
@@ -93,15 +88,4 @@ func TestPercentileWord(t *testing.T) {
 	for p, want := range map[float64]string{99: "99", 50: "50", 99.9: "99.9", 0.5: "0.5", 100: "100"} {
 		assert.Equal(t, want, PercentileWord(p))
 	}
-}
-
-// golden compares got with the file at path, or rewrites it under -update.
-func golden(tb testing.TB, path string, got []byte) {
-	tb.Helper()
-	if *update {
-		require.NoError(tb, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(tb, err, "run go test -update to create the golden file")
-	assert.Equal(tb, string(want), string(got))
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func TestWriteTermPlotGolden(t *testing.T) {
 	require.NoError(t, WriteTermPlot(&buf, TermPlot{Title: "Output tokens per second", XLabel: "s"}, ramp))
 	require.NoError(t, WriteTermPlot(&buf, TermPlot{Title: "Spiky", Width: 50, Height: 8, XLabel: "s"}, spiky))
 	require.NoError(t, WriteTermPlot(&buf, TermPlot{Title: "Flat"}, []float64{3, 3, 3}))
-	golden(t, filepath.Join("testdata", "termplot.golden"), buf.Bytes())
+	golden(t, "termplot.golden", buf.Bytes())
 	assert.Contains(t, buf.String(), "250", "the spike's value labels the top of the axis")
 }
 
