@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
+
+	"github.com/servegate/servegate/ci/gate"
 )
 
-const gateUsage = `usage: servegate gate [flags]
-
-Compare base and head benchmark results (benchstat format) and exit non-zero
-when a gated metric regresses.
-`
-
+// runGate compares base and head results; its exit status is gate.Main's.
 func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if wantsHelp(args) {
-		fmt.Fprint(stdout, gateUsage)
+		gate.Main(ctx, args, stdout, stdout)
 		return 0
 	}
-	fmt.Fprintln(stderr, "servegate gate: not implemented yet (waiting for the gate branch)")
-	return 1
+	return gate.Main(ctx, args, stdout, stderr)
 }

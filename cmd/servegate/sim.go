@@ -4,19 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
 const simUsage = `usage: servegate sim [flags]
 
-Run servegate's vLLM-compatible simulator: an OpenAI API server that streams
-tokens with configurable latency, for benchmarks with no GPU and no model.
+Run servegate's vLLM-compatible simulator: an OpenAI API server (vLLM v0.13
+wire format) in front of a continuous-batching model that runs in real time,
+for benchmarks with no GPU and no model. Flags override SERVEGATE_SIM_*
+environment variables, which override the profile.
+
 `
 
+// runSim runs the simulator server until ctx is done.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if wantsHelp(args) {
 		fmt.Fprint(stdout, simUsage)
+		sim.Main(ctx, args, stdout, stdout)
 		return 0
 	}
-	fmt.Fprintln(stderr, "servegate sim: not implemented yet (waiting for the simulator branch)")
-	return 1
+	return sim.Main(ctx, args, stdout, stderr)
 }
