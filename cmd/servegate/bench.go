@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+
+	"github.com/servegate/servegate/benchtest/scenario"
 )
 
 const benchSummary = `Benchmark online serving throughput: a drop-in for 'vllm bench serve'.
@@ -17,10 +20,8 @@ func parseBench(args []string) (*benchArgs, *benchPlan, *argParser, error) {
 	if err := p.parse(args); err != nil {
 		return nil, nil, p, err
 	}
-	if a.Scenario == nil {
-		if err := p.checkRequired(); err != nil {
-			return nil, nil, p, err
-		}
+	if err := p.checkRequired(); err != nil {
+		return nil, nil, p, err
 	}
 	plan, err := validateBench(a, p)
 	if err != nil {
@@ -36,11 +37,39 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		newBenchParser(a).writeHelp(stdout, benchSummary)
 		return 0
 	}
-	a, plan, p, err := parseBench(args)
+	path, ok := scenarioFlag(args)
+	if !ok {
+		a, plan, p, err := parseBench(args)
+		if err != nil {
+			return exitCode(prog, err, stderr)
+		}
+		r := &benchRun{args: a, plan: plan, parser: p, stdout: stdout, stderr: stderr}
+		return exitCode(prog, r.execute(ctx), stderr)
+	}
+	scs, err := loadScenarios(path)
 	if err != nil {
 		return exitCode(prog, err, stderr)
 	}
-	r := &benchRun{args: a, plan: plan, parser: p, stdout: stdout, stderr: stderr}
+	// Every scenario of the file runs; the status is the worst one.
+	code := 0
+	for _, sc := range scs {
+		fmt.Fprintf(stdout, "=== scenario %s (%s)\n", sc.Name, path)
+		code = max(code, runScenario(ctx, prog, sc, args, stdout, stderr))
+	}
+	return code
+}
+
+// runScenario runs one scenario; explicit flags override its keys.
+func runScenario(ctx context.Context, prog string, sc *scenario.Scenario, args []string, stdout, stderr io.Writer) int {
+	base, err := scenarioArgs(sc)
+	if err != nil {
+		return exitCode(prog, err, stderr)
+	}
+	a, plan, p, err := parseBench(append(base, args...))
+	if err != nil {
+		return exitCode(prog, err, stderr)
+	}
+	r := &benchRun{args: a, plan: plan, parser: p, stdout: stdout, stderr: stderr, scenario: sc}
 	return exitCode(prog, r.execute(ctx), stderr)
 }
 

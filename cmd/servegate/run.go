@@ -15,6 +15,7 @@ import (
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/benchtest/tokenizer"
 )
 
@@ -26,6 +27,8 @@ type benchRun struct {
 	parser *argParser
 	stdout io.Writer
 	stderr io.Writer
+	// scenario is the scenario the flags came from; nil without --scenario.
+	scenario *scenario.Scenario
 	// now is the clock of the result's date; time.Now when nil.
 	now func() time.Time
 }
@@ -45,7 +48,14 @@ func (r *benchRun) execute(ctx context.Context) error {
 	if a.ServedModelName != nil {
 		served = *a.ServedModelName
 	}
-	tgt, err := startTarget(ctx, a.Target, plan.BaseURL, served, tok, r.stderr)
+	var so simOptions
+	if sc := r.scenario; sc != nil && isSimulatorKind(sc.Target.Kind) && isSimulatorKind(a.Target) {
+		so.Profile = sc.Target.Profile
+		if so.Knobs, err = simSettings(sc.Target); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+	}
+	tgt, err := startTarget(ctx, a.Target, plan.BaseURL, served, tok, so, r.stderr)
 	if err != nil {
 		return err
 	}
@@ -60,11 +70,17 @@ func (r *benchRun) execute(ctx context.Context) error {
 		fmt.Fprintf(r.stdout, "Started %s target at %s\n", tgt.Kind, tgt.BaseURL)
 	}
 
-	samples, err := dataset.Load(ctx, datasetSpec(a), tok)
+	spec := datasetSpec(a)
+	cfg := engineConfig(a, plan, tgt.BaseURL, tok)
+	if sc := r.scenario; sc != nil {
+		spec.TraceReplay, spec.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
+		cfg.TraceArrivals, cfg.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
+		cfg.MaxDuration = sc.Load.MaxDuration.D()
+	}
+	samples, err := dataset.Load(ctx, spec, tok)
 	if err != nil {
 		return err
 	}
-	cfg := engineConfig(a, plan, tgt.BaseURL, tok)
 	r.printTraffic()
 	var bar *report.ProgressBar
 	if !a.DisableTqdm && (a.Progress || report.IsTerminal(r.stderr)) {
@@ -116,8 +132,29 @@ func (r *benchRun) execute(ctx context.Context) error {
 		}
 		fmt.Fprintf(r.stdout, "HTML report: %s\n", *a.Report)
 	}
+	return r.checkSLOs(sum)
+}
+
+// checkSLOs prints the scenario's SLO table and fails when a bound broke.
+func (r *benchRun) checkSLOs(sum *metrics.Summary) error {
+	sc := r.scenario
+	if sc == nil || len(sc.SLO.Bounds) == 0 {
+		return nil
+	}
+	verdicts := sc.SLO.Check(scenario.WithDerived(sum.Value))
+	fmt.Fprintf(r.stdout, "SLOs of scenario %s:\n", sc.Name)
+	if err := report.WriteSLOTable(r.stdout, verdicts); err != nil {
+		return err
+	}
+	if msg := report.SLOFailure(verdicts); msg != "" {
+		return fmt.Errorf("scenario %s: SLO not met: %s", sc.Name, msg)
+	}
 	return nil
 }
+
+// isSimulatorKind reports whether a target kind runs servegate's simulator
+// (which takes a scenario's profile and knobs).
+func isSimulatorKind(kind string) bool { return kind == "sim" || kind == "inproc" }
 
 // loadTokenizer loads --tokenizer (or --model): a tokenizer.json, a
 // directory holding one, or a model id in the Hugging Face cache,

@@ -36,16 +36,25 @@ func (t *benchTarget) Close(ctx context.Context) error {
 	return t.close(ctx)
 }
 
+// simOptions configure a simulator target (from a scenario file).
+type simOptions struct {
+	// Profile is a shipped profile's name or a YAML path; empty is the
+	// default profile.
+	Profile string
+	// Knobs override the profile's knobs by YAML key.
+	Knobs map[string]string
+}
+
 // startTarget starts the server --target asks for. servedModel is the
 // model name requests carry; the simulator serves under that name.
-func startTarget(ctx context.Context, kind, baseURL, servedModel string, tok *tokenizer.Tokenizer, log io.Writer) (*benchTarget, error) {
+func startTarget(ctx context.Context, kind, baseURL, servedModel string, tok *tokenizer.Tokenizer, so simOptions, log io.Writer) (*benchTarget, error) {
 	switch kind {
 	case "", "url":
 		return &benchTarget{Kind: "url", BaseURL: baseURL}, nil
 	case "inproc":
-		return startInproc(servedModel, tok)
+		return startInproc(servedModel, tok, so)
 	case "sim":
-		return startSimContainer(ctx, servedModel, log)
+		return startSimContainer(ctx, servedModel, so, log)
 	case "vllm":
 		return nil, errors.New("start vllm target: not implemented in servegate bench yet; start vLLM yourself and use --base-url (or run the scenario tests with SERVEGATE_TARGET=vllm)")
 	}
@@ -53,8 +62,12 @@ func startTarget(ctx context.Context, kind, baseURL, servedModel string, tok *to
 }
 
 // startInproc serves the simulator from this process on a loopback port.
-func startInproc(servedModel string, tok *tokenizer.Tokenizer) (*benchTarget, error) {
-	cfg := sim.Config{Set: map[string]string{"model": servedModel}}
+func startInproc(servedModel string, tok *tokenizer.Tokenizer, so simOptions) (*benchTarget, error) {
+	cfg := sim.Config{Profile: so.Profile, Set: map[string]string{}}
+	for k, v := range so.Knobs {
+		cfg.Set[k] = v
+	}
+	cfg.Set["model"] = servedModel
 	if tok != nil {
 		cfg.Tokenizer = tok // prompt counts then match the client's
 	}
@@ -81,8 +94,17 @@ func startInproc(servedModel string, tok *tokenizer.Tokenizer) (*benchTarget, er
 
 // startSimContainer runs the simulator image (built locally when missing)
 // with testcontainers.
-func startSimContainer(ctx context.Context, servedModel string, log io.Writer) (*benchTarget, error) {
-	c, err := simulator.Run(ctx, simulator.WithKnob("model", servedModel), simulator.WithBuildLog(log))
+func startSimContainer(ctx context.Context, servedModel string, so simOptions, log io.Writer) (*benchTarget, error) {
+	opts := []testcontainers.ContainerCustomizer{simulator.WithKnob("model", servedModel), simulator.WithBuildLog(log)}
+	if so.Profile != "" {
+		opts = append(opts, simulator.WithProfile(so.Profile))
+	}
+	for k, v := range so.Knobs {
+		if k != "model" {
+			opts = append(opts, simulator.WithKnob(k, v))
+		}
+	}
+	c, err := simulator.Run(ctx, opts...)
 	stop := func(context.Context) error {
 		if c == nil {
 			return nil
