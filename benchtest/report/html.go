@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/scenario"
 )
 
 //go:embed htmlreport/report.html.tmpl htmlreport/report.css
@@ -31,6 +32,8 @@ type HTMLReport struct {
 	// Summary is the console summary; the report shows the same block.
 	// With nil Values the summary table is left out.
 	Summary ConsoleSummary
+	// SLOs are a scenario's verdicts, shown as a table when present.
+	SLOs []scenario.Verdict
 }
 
 // A ReportSetting is one line of the report's configuration table.
@@ -67,7 +70,11 @@ type htmlPage struct {
 	Failures         htmlFigure
 	FailureRows      []htmlFailure
 	Settings         []ReportSetting
+	SLOs             []htmlVerdict
+	SLOsPassed       bool
 }
+
+type htmlVerdict struct{ Metric, Bound, Measured, Verdict string }
 
 type htmlTile struct{ Label, Value, Class string }
 
@@ -134,6 +141,12 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 			SVG: lineSVG("Output tokens per second", tokens, "time since first request (s)", "tok/s")},
 		{Title: "Concurrent requests", Caption: "requests in flight during each one-second bucket",
 			SVG: lineSVG("Concurrent requests per second", concurrent, "time since first request (s)", "requests")},
+	}
+	p.SLOsPassed = true
+	for _, v := range r.SLOs {
+		word := verdictWord(v)
+		p.SLOsPassed = p.SLOsPassed && word == pass
+		p.SLOs = append(p.SLOs, htmlVerdict{Metric: v.Bound.Metric, Bound: bound(v.Bound), Measured: FormatMeasured(v), Verdict: word})
 	}
 	p.Lag, p.LagStats = scheduleLag(r.Records)
 	p.Failures, p.FailureRows = failuresByKind(r.Records)

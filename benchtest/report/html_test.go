@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/scenario"
 )
 
 var writeSample = flag.String("write-sample-report", "", "also write the sample HTML report to this file (for a screenshot)")
@@ -73,6 +74,10 @@ func sampleHTMLReport() HTMLReport {
 		},
 		Records: sampleRun(400, 20),
 		Summary: ConsoleSummary{Values: sampleValues(), RequestRate: 20, MaxConcurrency: 32, Goodput: true},
+		SLOs: []scenario.Verdict{
+			{Bound: scenario.Bound{Metric: "p99_ttft_ms", Op: "<=", Value: 500}, Measured: 412.5, Found: true, Pass: true},
+			{Bound: scenario.Bound{Metric: "failed", Op: "==", Value: 0}, Measured: 2, Found: true},
+		},
 	}
 }
 
@@ -91,6 +96,7 @@ func TestWriteHTMLReport(t *testing.T) {
 		"Output tokens per second", "Concurrent requests", "Schedule lag",
 		"Failures by kind", "timeout", "http_status", "503 ×", "request timed out after 30s",
 		"Configuration", "meta-llama/Meta-Llama-3-8B",
+		"SLOs", "not met", `<td class="verdict FAIL">FAIL</td>`, `<td class="verdict PASS">PASS</td>`, "&lt;= 500",
 	} {
 		assert.Contains(t, page, want)
 	}

@@ -73,8 +73,9 @@ func histogramSVG(title string, values []float64, xLabel string, marks []percent
 	sorted := append([]float64(nil), values...)
 	sort.Float64s(sorted)
 	lo, hi := sorted[0], sorted[len(sorted)-1]
-	if p := percentileOf(sorted, 99.5); hi > 3*p && p > lo {
-		hi = p * 1.2 // a tail this long would squash the body; the last bin holds it
+	clipped := false
+	if p := percentileOf(sorted, 99); hi > 1.5*p && p > lo {
+		hi, clipped = p*1.25, true // a long tail would squash the body; the last bin holds it
 	}
 	if hi == lo {
 		lo, hi = lo-0.5, hi+0.5
@@ -101,8 +102,16 @@ func histogramSVG(title string, values []float64, xLabel string, marks []percent
 			continue
 		}
 		x0, x1 := c.x(lo+float64(i)*width), c.x(lo+float64(i+1)*width)
-		fmt.Fprintf(&c.b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s–%s ms: %d</title></rect>`,
-			x0+0.5, c.y(n), math.Max(0.5, x1-x0-1), c.y(0)-c.y(n), formatTick(lo+float64(i)*width), formatTick(lo+float64(i+1)*width), int(n))
+		upper := "–" + formatTick(lo+float64(i+1)*width)
+		if clipped && i == bins-1 {
+			upper = " and above"
+		}
+		fmt.Fprintf(&c.b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s%s ms: %d</title></rect>`,
+			x0+0.5, c.y(n), math.Max(0.5, x1-x0-1), c.y(0)-c.y(n), formatTick(lo+float64(i)*width), upper, int(n))
+	}
+	if clipped {
+		fmt.Fprintf(&c.b, `<text class="marklabel" x="%.1f" y="%.1f" text-anchor="end">tail to %s ms in last bin</text>`,
+			c.w-c.right, c.top+10+3*12, formatTick(sorted[len(sorted)-1]))
 	}
 	for _, m := range marks {
 		v := percentileOf(sorted, m.P)

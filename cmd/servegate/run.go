@@ -126,22 +126,25 @@ func (r *benchRun) execute(ctx context.Context) error {
 			return err
 		}
 	}
+	var verdicts []scenario.Verdict
+	if sc := r.scenario; sc != nil && len(sc.SLO.Bounds) > 0 {
+		verdicts = sc.SLO.Check(scenario.WithDerived(sum.Value))
+	}
 	if a.Report != nil {
-		if err := r.writeHTMLReport(*a.Report, tgt, res, console, info); err != nil {
+		if err := r.writeHTMLReport(*a.Report, tgt, res, console, info, verdicts); err != nil {
 			return err
 		}
 		fmt.Fprintf(r.stdout, "HTML report: %s\n", *a.Report)
 	}
-	return r.checkSLOs(sum)
+	return r.checkSLOs(verdicts)
 }
 
 // checkSLOs prints the scenario's SLO table and fails when a bound broke.
-func (r *benchRun) checkSLOs(sum *metrics.Summary) error {
+func (r *benchRun) checkSLOs(verdicts []scenario.Verdict) error {
 	sc := r.scenario
-	if sc == nil || len(sc.SLO.Bounds) == 0 {
+	if len(verdicts) == 0 {
 		return nil
 	}
-	verdicts := sc.SLO.Check(scenario.WithDerived(sum.Value))
 	fmt.Fprintf(r.stdout, "SLOs of scenario %s:\n", sc.Name)
 	if err := report.WriteSLOTable(r.stdout, verdicts); err != nil {
 		return err
@@ -371,19 +374,23 @@ func (r *benchRun) saveResult(sum *metrics.Summary, info metrics.RunInfo) error 
 }
 
 // writeHTMLReport writes --report.
-func (r *benchRun) writeHTMLReport(path string, tgt *benchTarget, res *engine.Result, console report.ConsoleSummary, info metrics.RunInfo) error {
+func (r *benchRun) writeHTMLReport(path string, tgt *benchTarget, res *engine.Result, console report.ConsoleSummary, info metrics.RunInfo, verdicts []scenario.Verdict) error {
 	a := r.args
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	title := fmt.Sprintf("servegate bench: %s on %s", a.Model, tgt.Kind)
+	if r.scenario != nil {
+		title = fmt.Sprintf("servegate bench: scenario %s, %s on %s", r.scenario.Name, a.Model, tgt.Kind)
+	}
 	werr := report.WriteHTMLReport(f, report.HTMLReport{
 		Title:     title,
 		Generated: res.Start.Add(res.Duration),
 		Settings:  r.reportSettings(tgt, info),
 		Records:   res.Records,
 		Summary:   console,
+		SLOs:      verdicts,
 	})
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
