@@ -9,11 +9,13 @@ model=${2:?model}
 out=${3:?outdir}
 mkdir -p "$out"
 
-# post NAME PATH JSON: one POST, headers and body kept byte for byte.
+# post NAME PATH JSON [CURL-ARGS...]: one POST, headers and body kept byte
+# for byte.
 post() {
 	local name=$1 path=$2 body=$3
+	shift 3
 	printf '%s\n' "$body" > "$out/$name.request.json"
-	curl -sS -N -o "$out/$name.body.txt" -D "$out/$name.headers.txt" \
+	curl -sS -N -o "$out/$name.body.txt" -D "$out/$name.headers.txt" "$@" \
 		-H 'Content-Type: application/json' -X POST --data-binary "$body" "$base$path"
 	# Date and request-specific ids differ on every run; keep only stable headers.
 	sed -i -e '/^[Dd]ate:/d' "$out/$name.headers.txt"
@@ -41,6 +43,17 @@ post completions-nonstream /v1/completions \
 post completions-stream-logprobs /v1/completions \
 	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":3,"temperature":0,"ignore_eos":true,"logprobs":1,"stream":true,"stream_options":{"include_usage":true}}'
 
+# vllm bench serve sends x-request-id; vLLM 0.13 uses it in the response id
+# (it echoes the header only with --enable-request-id-headers).
+post completions-stream-request-id /v1/completions \
+	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":2,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}' \
+	-H 'x-request-id: bench-0123abcd-0'
+post chat-stream-request-id /v1/chat/completions \
+	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":2,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}' \
+	-H 'x-request-id: bench-0123abcd-1'
+post completions-stream-n2 /v1/completions \
+	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":2,"n":2,"temperature":1,"seed":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}'
+
 # Chat, the request shape of vllm bench serve's openai-chat backend.
 post chat-stream-usage /v1/chat/completions \
 	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":8,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}'
@@ -58,6 +71,9 @@ post error-max-tokens-stream /v1/completions \
 	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":1000000,"stream":true,"stream_options":{"include_usage":true}}'
 post error-chat-max-tokens-stream /v1/chat/completions \
 	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":1000000,"stream":true,"stream_options":{"include_usage":true}}'
+long=$(printf 'hello %.0s' $(seq 5000))
+post error-prompt-too-long-stream /v1/completions \
+	'{"model":"'"$model"'","prompt":"'"$long"'","max_tokens":4,"stream":true}'
 post error-unknown-model /v1/completions \
 	'{"model":"no-such-model","prompt":"hi","max_tokens":4}'
 post error-unknown-model-stream /v1/chat/completions \

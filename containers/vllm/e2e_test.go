@@ -1,0 +1,108 @@
+package vllm_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/containers/dockertest"
+	"github.com/servegate/servegate/containers/vllm"
+)
+
+// TestE2EContainer starts real vLLM through the module (the local AVX2 image
+// by default, $SERVEGATE_IMAGE otherwise) serving the tiny dummy-weight
+// Llama with every token id an EOS, and drives it with the engine: streamed
+// completions and chat with no failures, output tokens equal to the server's
+// usage and to max_tokens (ignore_eos honoured), and a control run without
+// ignore_eos that stops after one token.
+func TestE2EContainer(t *testing.T) {
+	requireE2E(t)
+	dockertest.Require(t)
+	ctx := context.Background()
+	img := os.Getenv(vllm.ImageEnv)
+	if img == "" {
+		img = vllm.LocalImage
+	}
+	model := t.TempDir()
+	writeTinyModel(t, model, true)
+
+	c, err := vllm.Run(ctx, img,
+		vllm.WithModelDir(model, "/models/tiny-llama"),
+		vllm.WithModel("/models/tiny-llama"),
+		vllm.WithServedModelName("tiny-llama"),
+		vllm.WithMaxModelLen(2048),
+		vllm.WithKVCacheSpace(1),
+		vllm.WithExtraArgs("--load-format", "dummy", "--dtype", "float32"),
+		vllm.WithStartupTimeout(15*time.Minute),
+		vllm.WithLogger(t),
+	)
+	testcontainers.CleanupContainer(t, c)
+	require.NoError(t, err)
+	base, err := c.BaseURL(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "tiny-llama", c.Model)
+	assert.Contains(t, get(t, base+"/version"), `"version":"0.13.0"`)
+	assert.Contains(t, get(t, base+"/v1/models"), `"id":"tiny-llama"`)
+
+	tok := llama3(t)
+	samples := randomSamples(tok, 12, 64, 16, 1)
+	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIChat} {
+		t.Run(backend, func(t *testing.T) {
+			cfg := engine.Config{
+				BaseURL: base, Backend: backend, Model: "tiny-llama", Tokenizer: tok,
+				RequestRate: 4, Seed: 1, IgnoreEOS: true, MaxConcurrency: 4,
+				ReadyTimeout: time.Minute, RequestTimeout: 5 * time.Minute,
+			}
+			res, err := engine.Run(ctx, cfg, samples)
+			require.NoError(t, err)
+			sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
+			assert.Zero(t, sum.Failed, "failed requests")
+			assert.Equal(t, len(samples), sum.Completed)
+			for i, r := range res.Records {
+				require.True(t, r.Success, "request %d: %s", i, r.Error)
+				// With ignore_eos every request runs to max_tokens although
+				// every token is an EOS; usage reports it.
+				assert.Equal(t, samples[i].OutputLen, r.OutputTokens, "request %d output tokens (server usage)", i)
+				// One token per streamed chunk: the chunks seen agree with usage.
+				assert.Equal(t, r.OutputTokens, len(r.ITL)+1, "request %d chunks", i)
+				if backend == client.BackendVLLM {
+					assert.Equal(t, r.PromptLen, r.ServerPromptTokens, "request %d prompt tokens", i)
+				}
+			}
+			t.Logf("%s: %d requests, mean TTFT %.1f ms, mean TPOT %.1f ms, output %.1f tok/s",
+				backend, sum.Completed, sum.TTFT.Mean, sum.TPOT.Mean, sum.OutputThroughput)
+		})
+	}
+
+	t.Run("without ignore_eos", func(t *testing.T) {
+		cfg := engine.Config{BaseURL: base, Backend: client.BackendVLLM, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
+		res, err := engine.Run(ctx, cfg, samples[:3])
+		require.NoError(t, err)
+		for i, r := range res.Records {
+			require.True(t, r.Success, "request %d: %s", i, r.Error)
+			assert.Equal(t, 1, r.OutputTokens, "request %d stops at its first (EOS) token", i)
+		}
+	})
+}
+
+// get returns the body of a GET that must answer 200.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, b)
+	return string(b)
+}
