@@ -48,14 +48,11 @@ func (r *benchRun) execute(ctx context.Context) error {
 	if a.ServedModelName != nil {
 		served = *a.ServedModelName
 	}
-	var so simOptions
-	if sc := r.scenario; sc != nil && isSimulatorKind(sc.Target.Kind) && isSimulatorKind(a.Target) {
-		so.Profile = sc.Target.Profile
-		if so.Knobs, err = simSettings(sc.Target); err != nil {
-			return fmt.Errorf("scenario %s: %w", sc.Name, err)
-		}
+	so, err := r.targetOptions()
+	if err != nil {
+		return err
 	}
-	tgt, err := startTarget(ctx, a.Target, plan.BaseURL, served, tok, so, r.stderr)
+	tgt, err := startTarget(ctx, a.Target, plan.BaseURL, a.Model, served, tok, so, r.stderr)
 	if err != nil {
 		return err
 	}
@@ -153,6 +150,29 @@ func (r *benchRun) checkSLOs(verdicts []scenario.Verdict) error {
 		return fmt.Errorf("scenario %s: SLO not met: %s", sc.Name, msg)
 	}
 	return nil
+}
+
+// targetOptions takes what a scenario says about its target beyond the
+// flags, when the target kind is still the scenario's (or another
+// simulator kind, which takes the same profiles and knobs).
+func (r *benchRun) targetOptions() (targetOptions, error) {
+	var so targetOptions
+	sc := r.scenario
+	if sc == nil {
+		return so, nil
+	}
+	switch kind := r.args.Target; {
+	case isSimulatorKind(sc.Target.Kind) && isSimulatorKind(kind):
+		so.Profile = sc.Target.Profile
+		knobs, err := simSettings(sc.Target)
+		if err != nil {
+			return so, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		so.Knobs = knobs
+	case sc.Target.Kind == "vllm" && kind == "vllm":
+		so.Image, so.VLLMArgs, so.VLLMEnv = sc.Target.Image, sc.Target.Args, sc.Target.Env
+	}
+	return so, nil
 }
 
 // isSimulatorKind reports whether a target kind runs servegate's simulator

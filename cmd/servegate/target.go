@@ -7,13 +7,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/containers/vllm"
 )
 
 // A benchTarget is the server a bench run talks to.
@@ -36,33 +40,42 @@ func (t *benchTarget) Close(ctx context.Context) error {
 	return t.close(ctx)
 }
 
-// simOptions configure a simulator target (from a scenario file).
-type simOptions struct {
-	// Profile is a shipped profile's name or a YAML path; empty is the
+// targetOptions configure a started target beyond the flags (from a
+// scenario file).
+type targetOptions struct {
+	// Profile is a simulator profile's name or a YAML path; empty is the
 	// default profile.
 	Profile string
-	// Knobs override the profile's knobs by YAML key.
+	// Knobs override the simulator profile's knobs by YAML key.
 	Knobs map[string]string
+	// Image is the vLLM image; empty is vllm.Image() ($SERVEGATE_IMAGE or
+	// the pinned release).
+	Image string
+	// VLLMArgs are extra `vllm serve` arguments; VLLMEnv extra environment.
+	VLLMArgs []string
+	VLLMEnv  map[string]string
 }
 
 // startTarget starts the server --target asks for. servedModel is the
 // model name requests carry; the simulator serves under that name.
-func startTarget(ctx context.Context, kind, baseURL, servedModel string, tok *tokenizer.Tokenizer, so simOptions, log io.Writer) (*benchTarget, error) {
+func startTarget(ctx context.Context, kind, baseURL, model, servedModel string, tok *tokenizer.Tokenizer, so targetOptions, log io.Writer) (*benchTarget, error) {
 	switch kind {
 	case "", "url":
 		return &benchTarget{Kind: "url", BaseURL: baseURL}, nil
 	case "inproc":
 		return startInproc(servedModel, tok, so)
 	case "sim":
+		dockertest.SetDefaults()
 		return startSimContainer(ctx, servedModel, so, log)
 	case "vllm":
-		return nil, errors.New("start vllm target: not implemented in servegate bench yet; start vLLM yourself and use --base-url (or run the scenario tests with SERVEGATE_TARGET=vllm)")
+		dockertest.SetDefaults()
+		return startVLLMContainer(ctx, model, servedModel, so)
 	}
 	return nil, fmt.Errorf("start target: unknown kind %q", kind)
 }
 
 // startInproc serves the simulator from this process on a loopback port.
-func startInproc(servedModel string, tok *tokenizer.Tokenizer, so simOptions) (*benchTarget, error) {
+func startInproc(servedModel string, tok *tokenizer.Tokenizer, so targetOptions) (*benchTarget, error) {
 	cfg := sim.Config{Profile: so.Profile, Set: map[string]string{}}
 	for k, v := range so.Knobs {
 		cfg.Set[k] = v
@@ -94,7 +107,7 @@ func startInproc(servedModel string, tok *tokenizer.Tokenizer, so simOptions) (*
 
 // startSimContainer runs the simulator image (built locally when missing)
 // with testcontainers.
-func startSimContainer(ctx context.Context, servedModel string, so simOptions, log io.Writer) (*benchTarget, error) {
+func startSimContainer(ctx context.Context, servedModel string, so targetOptions, log io.Writer) (*benchTarget, error) {
 	opts := []testcontainers.ContainerCustomizer{simulator.WithKnob("model", servedModel), simulator.WithBuildLog(log)}
 	if so.Profile != "" {
 		opts = append(opts, simulator.WithProfile(so.Profile))
@@ -125,4 +138,63 @@ func startSimContainer(ctx context.Context, servedModel string, so simOptions, l
 		t.Image = info.Config.Image
 	}
 	return t, nil
+}
+
+// startVLLMContainer runs a real vLLM CPU server serving model, with the
+// host's Hugging Face cache mounted so the model downloads once.
+func startVLLMContainer(ctx context.Context, model, servedModel string, so targetOptions) (*benchTarget, error) {
+	opts := []testcontainers.ContainerCustomizer{vllm.WithModel(model)}
+	if servedModel != model {
+		opts = append(opts, vllm.WithServedModelName(servedModel))
+	}
+	if dir := hfHome(); dir != "" {
+		opts = append(opts, vllm.WithHFCacheDir(dir))
+	}
+	if len(so.VLLMArgs) > 0 {
+		opts = append(opts, vllm.WithExtraArgs(so.VLLMArgs...))
+	}
+	if len(so.VLLMEnv) > 0 {
+		opts = append(opts, vllm.WithEnv(so.VLLMEnv))
+	}
+	c, err := vllm.Run(ctx, so.Image, opts...)
+	stop := func(context.Context) error {
+		if c == nil {
+			return nil
+		}
+		return testcontainers.TerminateContainer(c)
+	}
+	if err != nil {
+		if c != nil {
+			err = fmt.Errorf("%w\nlast lines of the vllm log:\n%s", err, c.LogTail())
+		}
+		_ = stop(ctx)
+		return nil, fmt.Errorf("start vllm target: %w", err)
+	}
+	base, err := c.BaseURL(ctx)
+	if err != nil {
+		_ = stop(ctx)
+		return nil, fmt.Errorf("start vllm target: %w", err)
+	}
+	img := so.Image
+	if img == "" {
+		img = vllm.Image()
+	}
+	return &benchTarget{Kind: "vllm", BaseURL: base, Image: img, close: stop}, nil
+}
+
+// hfHome is the host's Hugging Face home (the directory holding hub/), or
+// "" when there is none yet.
+func hfHome() string {
+	dir := os.Getenv("HF_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".cache", "huggingface")
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
+	}
+	return dir
 }
