@@ -38,7 +38,9 @@ type ProgressBar struct {
 	finished bool
 }
 
-// NewProgressBar returns a bar of total steps that draws on w.
+// NewProgressBar returns a bar of total steps that draws on w. Its clock
+// starts at the first Update; call Update(0, total) to start it and draw
+// the empty bar.
 func NewProgressBar(w io.Writer, total int) *ProgressBar {
 	return &ProgressBar{w: w, total: total}
 }
@@ -117,12 +119,15 @@ func (b *ProgressBar) line(now time.Time) string {
 	if elapsed > 0 {
 		rate = float64(b.done) / elapsed.Seconds()
 	}
-	eta := "?"
+	eta, rateText := "?", "?"
+	if elapsed > 0 {
+		rateText = fmt.Sprintf("%.2f", rate)
+	}
 	if rate > 0 {
 		eta = clock(time.Duration(float64(b.total-b.done) / rate * float64(time.Second)))
 	}
-	return fmt.Sprintf("%3.0f%%|%s| %d/%d [%s<%s, %.2f req/s]",
-		frac*100, bar(frac, width), b.done, b.total, clock(elapsed), eta, rate)
+	return fmt.Sprintf("%3.0f%%|%s| %d/%d [%s<%s, %s req/s]",
+		frac*100, bar(frac, width), b.done, b.total, clock(elapsed), eta, rateText)
 }
 
 // bar fills width cells to frac with eighth-block characters.

@@ -134,6 +134,8 @@ func TestParseBenchErrors(t *testing.T) {
 		{"percentile metric", "--model m --percentile-metrics ttft,foo", 1, `--percentile-metrics: unknown metric "foo"`},
 		{"percentile value", "--model m --metric-percentiles 50,101", 1, `--metric-percentiles: "101" is not a percentile between 0 and 100`},
 		{"percentile text", "--model m --metric-percentiles p99", 1, `--metric-percentiles: "p99" is not a percentile`},
+		{"hf dataset", "--model m --dataset-name hf --dataset-path x", 1, "--dataset-name hf: not implemented in servegate (supported: random,"},
+		{"random-mm on chat", "--model m --dataset-name random-mm --backend openai-chat", 1, "--dataset-name random-mm: not implemented in servegate"},
 		{"unsupported backend", "--model m --backend openai-audio", 1, "--backend openai-audio: not implemented in servegate"},
 		{"zero prompts", "--model m --num-prompts 0", 1, "--num-prompts must be at least 1, got 0"},
 		{"zero concurrency", "--model m --max-concurrency 0", 1, "--max-concurrency must be at least 1, got 0"},

@@ -44,6 +44,15 @@ func (r *benchRun) execute(ctx context.Context) error {
 	}
 	defer tok.Close()
 
+	spec := datasetSpec(a)
+	if sc := r.scenario; sc != nil {
+		spec.TraceReplay, spec.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
+	}
+	samples, err := dataset.Load(ctx, spec, tok)
+	if err != nil {
+		return err
+	}
+
 	served := a.Model
 	if a.ServedModelName != nil {
 		served = *a.ServedModelName
@@ -67,16 +76,10 @@ func (r *benchRun) execute(ctx context.Context) error {
 		fmt.Fprintf(r.stdout, "Started %s target at %s\n", tgt.Kind, tgt.BaseURL)
 	}
 
-	spec := datasetSpec(a)
 	cfg := engineConfig(a, plan, tgt.BaseURL, tok)
 	if sc := r.scenario; sc != nil {
-		spec.TraceReplay, spec.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
 		cfg.TraceArrivals, cfg.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
 		cfg.MaxDuration = sc.Load.MaxDuration.D()
-	}
-	samples, err := dataset.Load(ctx, spec, tok)
-	if err != nil {
-		return err
 	}
 	r.printTraffic()
 	var bar *report.ProgressBar

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/dataset"
 )
 
 var inf = math.Inf(1)
@@ -217,10 +219,13 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 		}
 		plan.Percentiles = append(plan.Percentiles, v)
 	}
+	if !contains(dataset.Names, a.DatasetName) {
+		return fmt.Errorf("--dataset-name %s: not implemented in servegate (supported: %s)", a.DatasetName, strings.Join(dataset.Names, ", "))
+	}
 	if !contains(supportedBackends, a.Backend) {
 		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(supportedBackends, ", "))
 	}
-	if a.NumPrompts < 1 && a.DatasetName != "custom" {
+	if a.NumPrompts < 1 && a.DatasetName != "custom" && a.DatasetName != "spec_bench" {
 		return fmt.Errorf("--num-prompts must be at least 1, got %d", a.NumPrompts)
 	}
 	if a.MaxConcurrency != nil && *a.MaxConcurrency < 1 {
