@@ -2,7 +2,10 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,4 +91,33 @@ func TestPercentileWord(t *testing.T) {
 	for p, want := range map[float64]string{99: "99", 50: "50", 99.9: "99.9", 0.5: "0.5", 100: "100"} {
 		assert.Equal(t, want, PercentileWord(p))
 	}
+}
+
+// TestWriteConsoleSummaryMatchesVLLM feeds the numbers of a result file
+// that real vllm bench serve 0.13.0 saved into WriteConsoleSummary and
+// expects, byte for byte, the block vLLM printed for the same run
+// (testdata/vllm-0.13, recorded by its record.sh).
+func TestWriteConsoleSummaryMatchesVLLM(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "vllm-0.13", "result.json"))
+	require.NoError(t, err)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(data, &raw))
+	v := values{}
+	for k, x := range raw {
+		if f, ok := x.(float64); ok {
+			v[k] = f
+		}
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "vllm-0.13", "console.txt"))
+	require.NoError(t, err)
+	var got bytes.Buffer
+	require.NoError(t, WriteConsoleSummary(&got, ConsoleSummary{
+		Values:            v,
+		MaxConcurrency:    8,  // --max-concurrency 8
+		RequestRate:       50, // --request-rate 50
+		Goodput:           true,
+		PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el"},
+		Percentiles:       []float64{50, 90, 99.9},
+	}))
+	assert.Equal(t, string(want), got.String())
 }

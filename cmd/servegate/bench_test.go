@@ -206,3 +206,33 @@ func TestBenchMissingTokenizer(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "load tokenizer org/not-cached")
 }
+
+// TestBenchResultKeysMatchVLLM runs servegate bench with the flags that
+// produced a real vllm bench serve 0.13.0 result file
+// (benchtest/report/testdata/vllm-0.13/record.sh) and expects the same
+// file name pattern and the same keys in the same order, plus servegate's
+// start_times and latencies after max_concurrent_requests.
+func TestBenchResultKeysMatchVLLM(t *testing.T) {
+	vllmFile, err := os.ReadFile(filepath.Join("..", "..", "benchtest", "report", "testdata", "vllm-0.13", "result.json"))
+	require.NoError(t, err)
+	var want []string
+	for _, k := range jsonKeys(t, vllmFile) {
+		want = append(want, k)
+		if k == "max_concurrent_requests" {
+			want = append(want, "start_times", "latencies")
+		}
+	}
+	dir := t.TempDir()
+	benchInproc(t, "--model", "servegate/sim", "--random-input-len", "64", "--random-output-len", "8",
+		"--num-prompts", "10", "--request-rate", "50", "--max-concurrency", "8", "--save-result", "--save-detailed",
+		"--result-dir", dir, "--label", "ci", "--metadata", "tp=1", "gpu=none", "--goodput", "ttft:5000", "e2el:60000",
+		"--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99.9", "--seed", "7", "--no-plot")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	// vLLM named its file ci-50.0qps-concurrency8-sim-20261129-184223.json.
+	assert.Regexp(t, `^ci-50\.0qps-concurrency8-sim-\d{8}-\d{6}\.json$`, filepath.Base(files[0]))
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.Equal(t, want, jsonKeys(t, data))
+}
