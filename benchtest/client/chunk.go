@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"unicode/utf16"
@@ -16,9 +17,13 @@ type chunk struct {
 	// role is true when choices[0].delta carries a "role" (chat's first,
 	// role-only chunk).
 	role bool
-	// textLen is the number of text bytes choices[0] added (text, or
-	// delta content / reasoning).
+	// textLen is the number of text bytes choices[0] added (completions
+	// text or chat delta content).
 	textLen int
+	// reasoning is true when the chat delta carries non-empty reasoning
+	// ("reasoning_content" or "reasoning"), output that vLLM times but
+	// does not add to the generated text.
+	reasoning bool
 	// usage is true when the event has a "usage" object; completion and
 	// prompt are its token counts (-1 when absent).
 	usage              bool
@@ -40,9 +45,15 @@ type jsonScanner struct {
 
 // parseChunk parses an OpenAI streaming event, appending choices[0]'s text
 // to text.
-func parseChunk(data []byte, text []byte) (chunk, []byte, error) {
+// scratch, when not nil, is reused for escaped keys and short values
+// across calls, so that steady-state parsing allocates nothing.
+func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error) {
 	c := chunk{completion: -1, prompt: -1}
 	s := jsonScanner{b: data}
+	if scratch != nil {
+		s.kbuf = (*scratch)[:0]
+		defer func() { *scratch = s.kbuf }()
+	}
 	var msg []byte
 	var objectIsError bool
 	err := s.object(func(key []byte) error {
@@ -74,7 +85,8 @@ func parseChunk(data []byte, text []byte) (chunk, []byte, error) {
 			})
 		case "object":
 			if s.peek() == '"' {
-				v, err := s.str(nil)
+				v, err := s.str(s.kbuf[:0])
+				s.kbuf = v
 				objectIsError = string(v) == "error"
 				return err
 			}
@@ -130,8 +142,18 @@ func (s *jsonScanner) choices(c *chunk, text []byte) ([]byte, error) {
 				}
 				return s.object(func(k []byte) error {
 					switch string(k) {
-					case "content", "reasoning_content", "reasoning":
+					case "content":
 						return s.text(c, &text)
+					case "reasoning_content", "reasoning":
+						if s.peek() == '"' {
+							st := s.i
+							if err := s.skipStr(); err != nil {
+								return err
+							}
+							c.reasoning = c.reasoning || s.i-st > 2
+							return nil
+						}
+						return s.skip()
 					case "role":
 						c.role = true
 					}
@@ -339,18 +361,23 @@ func (s *jsonScanner) key() ([]byte, error) {
 
 func (s *jsonScanner) skipStr() error {
 	s.i++ // opening quote
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '"':
-			s.i++
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			return errSyntax
+		}
+		q := s.i + j
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		k := q
+		for k > s.i && s.b[k-1] == '\\' {
+			k--
+		}
+		s.i = q + 1
+		if (q-k)%2 == 0 {
 			return nil
-		case '\\':
-			s.i += 2
-		default:
-			s.i++
 		}
 	}
-	return errSyntax
 }
 
 // str appends the decoded string at the scanner to dst.

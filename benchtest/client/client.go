@@ -139,6 +139,9 @@ type Request struct {
 	Prompt string
 	// Documents are the documents to rank (rerank only).
 	Documents []string
+	// Inputs, when set, are the texts of one batched embeddings request,
+	// sent as the "input" list instead of Prompt (embeddings only).
+	Inputs []string
 	// PromptLen is the prompt's length in tokens as the dataset counted it.
 	PromptLen int
 	// OutputLen is max_tokens (max_completion_tokens for chat).
@@ -279,7 +282,11 @@ func (c *Client) payload(req Request) ([]byte, error) {
 		p["stream"] = true
 		p["stream_options"] = map[string]any{"include_usage": true}
 	case BackendOpenAIEmbeddings:
-		p["input"] = req.Prompt
+		if len(req.Inputs) > 0 {
+			p["input"] = req.Inputs
+		} else {
+			p["input"] = req.Prompt
+		}
 		p["truncate_prompt_tokens"] = -1
 		generation = false
 	case BackendVLLMRerank:

@@ -110,7 +110,14 @@ func (s *sseReader) line() ([]byte, bool) {
 		s.skipLF = false
 	}
 	live := s.buf[s.start:s.end]
-	i := bytes.IndexAny(live, "\r\n")
+	// Two byte searches beat one IndexAny: LF ends most lines, and a CR
+	// can only end the line if it comes before the LF.
+	i := bytes.IndexByte(live, '\n')
+	if i < 0 {
+		i = bytes.IndexByte(live, '\r')
+	} else if k := bytes.IndexByte(live[:i], '\r'); k >= 0 {
+		i = k
+	}
 	if i < 0 {
 		return nil, false
 	}

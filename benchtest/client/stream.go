@@ -22,11 +22,14 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 //
 // An output chunk is an event whose "choices" is not empty, except chat's
 // role-only first chunk (delta with a role and no text), which vLLM counts
-// but which carries no output. TTFT is taken at the first output chunk,
-// an ITL gap before each later one, and the latency at the last one. A
-// usage-only chunk sets the token counts and moves no timestamp. When
-// output chunks carry cumulative usage (continuous_usage_stats), each
-// chunk's token count is recorded in ChunkTokens.
+// but which carries no output. Reasoning deltas are output chunks; like
+// vLLM, only content goes into the generated text. TTFT is taken at the
+// first output chunk, an ITL gap before each later one, and the latency at
+// the last one, each at the moment the read that completed the chunk
+// returned. A usage-only chunk sets the token counts and moves no
+// timestamp. When output chunks carry cumulative usage
+// (continuous_usage_stats), each chunk's token count is recorded in
+// ChunkTokens.
 func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
 	bufp := c.bufPool.Get().(*[]byte)
 	defer c.bufPool.Put(bufp)
@@ -40,6 +43,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 		cumulative = 0
 		perChunk   = true
 		chunkToks  []int
+		scratch    []byte
 	)
 	for {
 		ev, err := sse.next()
@@ -66,9 +70,10 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			continue
 		}
 		n := len(text)
-		ch, t, err := parseChunk(data, text)
+		ch, t, err := parseChunk(data, text, &scratch)
 		text = t
 		if err != nil {
+			text = text[:n]
 			rec.Failure = metrics.FailureStream
 			rec.Error = fmt.Sprintf("stream: %v in event %q", err, truncate(data, 200))
 			break
@@ -87,7 +92,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 				rec.ServerPromptTokens = ch.prompt
 			}
 		}
-		if !ch.choices || (chat && ch.role && ch.textLen == 0) {
+		if !ch.choices || (chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
 			if ch.usage && ch.completion >= 0 {
 				cumulative = ch.completion
 			}

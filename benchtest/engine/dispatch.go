@@ -14,13 +14,13 @@ import (
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
-// spinWindow is how long before a send time the dispatcher stops sleeping
-// on a timer and polls the clock instead. Go timers can wake up to a
-// millisecond late (the runtime's poller sleeps in whole milliseconds), so
-// the last stretch is spent yielding in a loop: it costs some CPU at high
-// rates and buys sub-millisecond send times. Tests that fake time set it to
-// 0.
-var spinWindow = 1500 * time.Microsecond
+// defaultSpinWindow is how long before a send time the dispatcher stops
+// sleeping on a timer and polls the clock instead. Go timers can wake up
+// to a millisecond late (the runtime's poller sleeps in whole
+// milliseconds), so the last stretch is spent yielding in a loop: it costs
+// CPU at high rates (up to one core when requests are less than the window
+// apart) and buys sub-millisecond send times.
+const defaultSpinWindow = 1500 * time.Microsecond
 
 // A dispatcher sends the requests of a run at their scheduled times.
 type dispatcher struct {
@@ -29,15 +29,23 @@ type dispatcher struct {
 	reqs    []client.Request
 	offsets []time.Duration
 	rates   []float64
+	spin    time.Duration
 
 	mu   sync.Mutex
 	done int
 }
 
-// run dispatches every request open-loop: request i leaves at its offset
-// from the start of the run whether or not earlier ones have finished, then
-// waits for a concurrency slot if there is a limit. It fills res.Records,
-// Duration, Start and RPSChanges.
+// run dispatches every request open-loop: request i is released at its
+// offset from the start of the run whether or not earlier ones have
+// finished, then waits for a concurrency slot if there is a limit. It fills
+// res.Records, Duration, Start and RPSChanges.
+//
+// Waiting for a slot happens in this loop rather than in one goroutine per
+// request, so a long run under a concurrency limit holds at most that many
+// request goroutines. The queue is first come, first served either way; a
+// request that fell due while the loop waited for a slot counts as
+// released at its scheduled time, which is what a goroutine per request
+// would have recorded.
 func (d *dispatcher) run(ctx context.Context, res *Result) {
 	n := len(d.reqs)
 	res.Records = make([]metrics.Record, n)
@@ -55,25 +63,57 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 		res.RPSChanges = append(res.RPSChanges, metrics.RPSChange{RPS: lastRPS, Timestamp: isoformat(time.Now())})
 	}
 	var wg sync.WaitGroup
+	var unblocked time.Duration // when the loop last stopped waiting for a slot
+	stop := func(from int, why string, dispatched time.Duration) {
+		for j := from; j < n; j++ {
+			res.Records[j] = d.unsent(j, why)
+		}
+		if dispatched >= 0 {
+			res.Records[from].Dispatched = dispatched
+		}
+	}
 	for i := range d.reqs {
-		if err := sleepUntil(ctx, epoch.Add(d.offsets[i])); err != nil {
-			for j := i; j < n; j++ {
-				res.Records[j] = d.unsent(j, "not sent: run stopped before its scheduled time")
-			}
+		if err := sleepUntil(ctx, epoch.Add(d.offsets[i]), d.spin); err != nil {
+			stop(i, "not sent: run stopped before its scheduled time", -1)
 			break
+		}
+		dispatched := time.Since(epoch)
+		if d.offsets[i] < unblocked {
+			dispatched = d.offsets[i]
 		}
 		if ramp != nil {
 			if cur := int(d.rates[i]); cur > lastRPS {
-				ts := isoformat(time.Now())
+				ts := isoformat(epoch.Add(dispatched))
 				for v := lastRPS + 1; v <= cur; v++ {
 					res.RPSChanges = append(res.RPSChanges, metrics.RPSChange{RPS: v, Timestamp: ts})
 				}
 				lastRPS = cur
 			}
 		}
-		dispatched := time.Since(epoch)
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			default:
+				select {
+				case sem <- struct{}{}:
+					unblocked = time.Since(epoch)
+				case <-ctx.Done():
+					stop(i, "not sent: run stopped while waiting for a concurrency slot", dispatched)
+				}
+			}
+			if ctx.Err() != nil {
+				if !res.Records[i].Unsent {
+					<-sem
+					stop(i, "not sent: run stopped", dispatched)
+				}
+				break
+			}
+		}
 		wg.Go(func() {
-			res.Records[i] = d.send(ctx, i, dispatched, sem)
+			if sem != nil {
+				defer func() { <-sem }()
+			}
+			res.Records[i] = d.send(ctx, i, dispatched)
 			d.progress()
 		})
 	}
@@ -81,18 +121,9 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 	res.Duration = time.Since(epoch)
 }
 
-// send waits for a concurrency slot and sends request i.
-func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration, sem chan struct{}) metrics.Record {
-	if sem != nil {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-			rec := d.unsent(i, "not sent: run stopped while waiting for a concurrency slot")
-			rec.Dispatched = dispatched
-			return rec
-		}
-	}
+// send sends request i, released at dispatched, once it holds a
+// concurrency slot.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration) metrics.Record {
 	if ctx.Err() != nil {
 		rec := d.unsent(i, "not sent: run stopped")
 		rec.Dispatched = dispatched
@@ -128,9 +159,9 @@ func (d *dispatcher) progress() {
 }
 
 // sleepUntil waits until t on the monotonic clock: on a timer until
-// spinWindow before t, then yielding in a loop. It returns the context's
-// error if ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) error {
+// spin before t, then yielding in a loop. It returns the context's error if
+// ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time, spinWindow time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -98,6 +98,11 @@ type Config struct {
 	Progress func(done, total int)
 	// HTTPClient sends the requests; nil builds one sized for the run.
 	HTTPClient *http.Client
+	// SpinWindow is how long before each send time the dispatcher polls
+	// the clock instead of sleeping on a timer, for sub-millisecond send
+	// times at the cost of CPU. 0 means 1.5 ms; a negative value disables
+	// polling (timers alone are up to about a millisecond late).
+	SpinWindow time.Duration
 }
 
 // A Result is what a run produced.
@@ -169,20 +174,35 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		runCtx, stop = context.WithTimeoutCause(runCtx, cfg.MaxDuration, ErrMaxDuration)
 		defer stop()
 	}
-	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, rates: nil}
+	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, spin: max(cfg.SpinWindow, 0)}
 	if sched != nil {
 		d.rates = sched.Rates
 	}
 	d.run(runCtx, res)
-	if runCtx.Err() != nil {
+	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
 	}
 	if cfg.Profile {
-		if err := profile(context.WithoutCancel(ctx), c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
+		// Stop the profiler even when the run was canceled, but do not
+		// wait forever for a server that is gone.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := profile(pctx, c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
 	return res, nil
+}
+
+// cut reports whether the stop of a run cut any request short (a deadline
+// that passes after the last request finished stops nothing).
+func cut(recs []metrics.Record) bool {
+	for i := range recs {
+		if recs[i].Unsent || recs[i].Failure == metrics.FailureCanceled {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize fills defaults and checks the configuration.
@@ -215,11 +235,17 @@ func (cfg *Config) normalize() error {
 	if cfg.MaxConcurrency < 0 || cfg.NumWarmups < 0 {
 		return errors.New("max concurrency and warm-ups must not be negative")
 	}
+	if cfg.TraceArrivals && cfg.RampUp != nil {
+		return errors.New("trace replay and ramp-up both set the arrival times; choose one")
+	}
 	if cfg.TraceSpeed == 0 {
 		cfg.TraceSpeed = 1
 	}
 	if !(cfg.TraceSpeed > 0) {
 		return fmt.Errorf("trace speed must be positive, got %v", cfg.TraceSpeed)
+	}
+	if cfg.SpinWindow == 0 {
+		cfg.SpinWindow = defaultSpinWindow
 	}
 	if cfg.ReadyInterval <= 0 {
 		cfg.ReadyInterval = 5 * time.Second

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,7 @@ func newStreamServer(tb testing.TB) *streamServer {
 		}
 		s.body[path] = b
 	}
+	s.body["/v1/embeddings"] = []byte(`{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.5,-0.5]}],"usage":{"prompt_tokens":5,"total_tokens":5}}`)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(s.Close)
 	return s
@@ -155,5 +157,106 @@ func TestRunRecordsEverySample(t *testing.T) {
 	}
 	if !strings.HasPrefix(srv.paths[0], "/v1/chat/completions") {
 		t.Errorf("path %q", srv.paths[0])
+	}
+}
+
+func TestLoRAAndModelName(t *testing.T) {
+	srv := newStreamServer(t)
+	cfg := Config{BaseURL: srv.URL + "/", Model: "base", ModelName: "served", LoRAModules: []string{"lora-a", "lora-b"}, Seed: 3}
+	if _, err := Run(t.Context(), cfg, samples(30)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	srv.mu.Lock()
+	first := slices.Clone(srv.models)
+	for _, m := range srv.models {
+		seen[m]++
+	}
+	srv.models = nil
+	srv.mu.Unlock()
+	if len(seen) != 2 || seen["lora-a"] == 0 || seen["lora-b"] == 0 {
+		t.Errorf("models sent %v, want both LoRA modules only", seen)
+	}
+	// The choice is seeded: the same seed picks the same modules.
+	if _, err := Run(t.Context(), cfg, samples(30)); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	second := slices.Clone(srv.models)
+	srv.mu.Unlock()
+	slices.Sort(first)
+	slices.Sort(second)
+	if !slices.Equal(first, second) {
+		t.Error("same seed chose different LoRA modules")
+	}
+	cfg.LoRAModules = nil
+	srv.mu.Lock()
+	srv.models = nil
+	srv.mu.Unlock()
+	if _, err := Run(t.Context(), cfg, samples(2)); err != nil {
+		t.Fatal(err)
+	}
+	if srv.models[0] != "served" {
+		t.Errorf("model sent %q, want the served name", srv.models[0])
+	}
+}
+
+func TestRequestTimeoutRecords(t *testing.T) {
+	srv := newStreamServer(t)
+	srv.hold = time.Minute
+	res, err := Run(t.Context(), Config{BaseURL: srv.URL, Model: "m", RequestTimeout: 50 * time.Millisecond}, samples(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Success || r.Failure != metrics.FailureTimeout || r.Unsent {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if res.Stopped != nil {
+		t.Errorf("stopped %v", res.Stopped)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Model: "m"}, "no base URL"},
+		{Config{BaseURL: "http://x"}, "no model"},
+		{Config{BaseURL: "http://x", Model: "m", Backend: "tgi"}, "unknown backend"},
+		{Config{BaseURL: "http://x", Model: "m", Backend: "openai-chat", Endpoint: "/v1/completions"}, "must end with"},
+		{Config{BaseURL: "http://x", Model: "m", MaxConcurrency: -1}, "negative"},
+		{Config{BaseURL: "http://x", Model: "m", RequestRate: -3}, "request rate"},
+		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, TraceSpeed: -1}, "trace speed"},
+		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, RampUp: &RampUp{Strategy: "linear", StartRPS: 1, EndRPS: 2}}, "choose one"},
+	}
+	for _, tt := range tests {
+		_, err := Run(t.Context(), tt.cfg, samples(1))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: err %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+	if _, err := Run(t.Context(), Config{BaseURL: "http://x", Model: "m"}, nil); err == nil {
+		t.Error("no samples accepted")
+	}
+}
+
+func TestEmbeddingsRun(t *testing.T) {
+	srv := newStreamServer(t)
+	res, err := Run(t.Context(), Config{BaseURL: srv.URL, Backend: "openai-embeddings", Model: "bge", MaxConcurrency: 2}, samples(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := metrics.Summarize(res.Records, res.Duration, metrics.Options{Pooling: true})
+	if s.Completed != 6 || s.TotalInput != 30 {
+		t.Errorf("completed %d input %d, want 6 and the server's 6×5", s.Completed, s.TotalInput)
+	}
+	if v, ok := s.Value("p99_e2el_ms"); !ok || v <= 0 {
+		t.Errorf("p99 e2el %v %v", v, ok)
+	}
+	if srv.paths[0] != "/v1/embeddings" {
+		t.Errorf("path %s", srv.paths[0])
 	}
 }

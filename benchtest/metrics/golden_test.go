@@ -196,3 +196,63 @@ func TestPyFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsFromResultRoundTrip saves the golden records as a detailed
+// result with servegate's extras, reads them back and summarises again:
+// every number and the file itself come out the same.
+func TestRecordsFromResultRoundTrip(t *testing.T) {
+	recs, dur := loadGoldenRecords(t)
+	for name, set := range loadExpected(t) {
+		t.Run(name, func(t *testing.T) {
+			opts := set.Options.options()
+			info := RunInfo{Date: "d", Backend: "openai", ModelID: "m", Extras: true}
+			s := Summarize(recs, dur, opts)
+			saved := s.ResultJSON(info, true)
+			back, bdur, err := RecordsFromResult(saved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bdur != dur {
+				t.Errorf("duration %v, want %v", bdur, dur)
+			}
+			s2 := Summarize(back, bdur, opts)
+			for key := range set.Values {
+				a, _ := s.Value(key)
+				b, _ := s2.Value(key)
+				if a != b {
+					t.Errorf("%s: %v before, %v after the round trip", key, a, b)
+				}
+			}
+			if again := s2.ResultJSON(info, true); !bytes.Equal(again, saved) {
+				t.Error("result JSON changed in the round trip")
+			}
+		})
+	}
+}
+
+// TestRecordsFromPlainDetailedResult reads a detailed file without
+// servegate's extras (as vLLM's layout plus start_times and latencies).
+func TestRecordsFromPlainDetailedResult(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "result_all-detailed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, dur, err := RecordsFromResult(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := loadExpected(t)["all"]
+	s := Summarize(back, dur, exp.Options.options())
+	// The plain file cannot tell unsent requests from failed ones, so
+	// "failed" counts them, nor does it hold per-chunk token counts, which
+	// the peak output rate uses; every latency number is unchanged.
+	for _, key := range []string{"completed", "mean_ttft_ms", "p99_itl_ms", "std_tpot_ms", "p99.9_e2el_ms", "max_concurrent_requests", "output_throughput", "request_goodput"} {
+		got, _ := s.Value(key)
+		if want := exp.Values[key]; !close(got, want, 1e-12) {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+	if _, _, err := RecordsFromResult([]byte(`{"duration": 1.0, "completed": 3}`)); err == nil {
+		t.Error("a plain (not detailed) result was accepted")
+	}
+}

@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +212,60 @@ func TestPytorchRecords(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"args": {"model": "m", "request_rate": "inf"}`) {
 		t.Errorf("args not rendered: %.300s", b)
+	}
+}
+
+func TestRadixSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 255, 256, 1000, 100000} {
+		keys := make([]uint64, n)
+		for i := range keys {
+			switch i % 3 {
+			case 0:
+				keys[i] = rng.Uint64()
+			case 1:
+				keys[i] = uint64(rng.IntN(1 << 20))
+			default:
+				keys[i] = 1<<63 ^ uint64(rng.Int64N(1<<40)-1<<39)
+			}
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		radixSort(keys)
+		if !slices.Equal(keys, want) {
+			t.Errorf("n=%d: radix sort differs from slices.Sort", n)
+		}
+	}
+	ds := []time.Duration{5, -3, 0, 1 << 40, -1 << 40, 7}
+	for range 100 {
+		ds = append(ds, time.Duration(rng.Int64N(1<<50)-1<<49))
+	}
+	st := newDurationStats(ds)
+	for i := 1; i < len(st.sorted); i++ {
+		if st.sorted[i-1] > st.sorted[i] {
+			t.Fatal("durations with negatives not sorted")
+		}
+	}
+}
+
+func TestResultJSONHeader(t *testing.T) {
+	s := Summarize([]Record{rec(0, 100, 2, 20)}, time.Second, Options{})
+	got := string(s.ResultJSON(RunInfo{
+		Date: "20251129-180000", Backend: "vllm", Label: "ramp", ModelID: "m", TokenizerID: "t", NumPrompts: 1,
+		Metadata:       [][2]string{{" backend ", " overridden "}},
+		RampUpStrategy: "linear", RampUpStartRPS: 1, RampUpEndRPS: 3,
+		RPSChanges: []RPSChange{{1, "2025-11-29T18:00:00"}, {2, "2025-11-29T18:00:01.500000"}},
+	}, false))
+	want := `{"date": "20251129-180000", "endpoint_type": "vllm", "backend": "overridden", "label": "ramp", "model_id": "m", "tokenizer_id": "t", "num_prompts": 1, ` +
+		`"request_rate": "inf", "burstiness": 1.0, "max_concurrency": null, "ramp_up_strategy": "linear", "ramp_up_start_rps": 1, "ramp_up_end_rps": 3, ` +
+		`"duration": 1.0, "completed": 1, "failed": 0, "total_input_tokens": 10, "total_output_tokens": 2, "request_throughput": 1.0, "request_goodput": null, ` +
+		`"output_throughput": 2.0, "total_token_throughput": 12.0, "max_output_tokens_per_s": 2.0, "max_concurrent_requests": 1, ` +
+		`"rps_change_events": [{"rps": 1, "timestamp": "2025-11-29T18:00:00"}, {"rps": 2, "timestamp": "2025-11-29T18:00:01.500000"}], ` +
+		`"mean_ttft_ms": 100.0, "median_ttft_ms": 100.0, "std_ttft_ms": 0.0, "p99_ttft_ms": 100.0, ` +
+		// (0.12 - 0.1) s in floating point, as Python computes it too.
+		`"mean_tpot_ms": 19.99999999999999, "median_tpot_ms": 19.99999999999999, "std_tpot_ms": 0.0, "p99_tpot_ms": 19.99999999999999, ` +
+		`"mean_itl_ms": 20.0, "median_itl_ms": 20.0, "std_itl_ms": 0.0, "p99_itl_ms": 20.0}`
+	if got != want {
+		t.Errorf("result JSON\n got %s\nwant %s", got, want)
 	}
 }

@@ -36,7 +36,11 @@ type RunInfo struct {
 	// RPSChanges are the ramp-up's RPS change events.
 	RPSChanges []RPSChange
 	// Extras adds servegate's extra metrics (queue time, schedule lag,
-	// e2el with queue, failures by kind) after vLLM's keys.
+	// e2el with queue, failures by kind) after vLLM's keys and, in a
+	// detailed result, the per-request arrays that make the file a
+	// complete record set for RecordsFromResult (request_ids, prompt_lens,
+	// scheduled_times, dispatch_times, failure_kinds, unsent,
+	// chunk_tokens).
 	Extras bool
 }
 
@@ -45,6 +49,13 @@ type RunInfo struct {
 type RPSChange struct {
 	RPS       int
 	Timestamp string
+}
+
+// perRequestKeys are the result keys only a detailed result keeps.
+var perRequestKeys = []string{
+	"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
+	"start_times", "latencies",
+	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "failure_kinds", "unsent", "chunk_tokens",
 }
 
 // ResultJSON renders the summary as the file vllm bench serve
@@ -94,7 +105,7 @@ func (s *Summary) resultObject(info RunInfo, detailed bool) object {
 		o.set(f.Key, f.Value)
 	}
 	if !detailed {
-		for _, k := range []string{"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors", "start_times", "latencies"} {
+		for _, k := range perRequestKeys {
 			o.del(k)
 		}
 	}
@@ -157,6 +168,11 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 	}
 	o.set("start_times", starts)
 	o.set("latencies", lats)
+	if info.Extras {
+		for _, f := range s.recordArrays() {
+			o.set(f.Key, f.Value)
+		}
+	}
 	if len(info.RPSChanges) > 0 {
 		ev := make([]any, len(info.RPSChanges))
 		for i, c := range info.RPSChanges {

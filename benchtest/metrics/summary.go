@@ -89,14 +89,22 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		records:        records,
 	}
 	dur := seconds(duration)
-	var ttfts, tpots, allTPOTs, itls, e2els, queues, lags, e2elq []float64
+	var ttfts, tpots, allTPOTs, e2els []float64
+	var queues, lags, e2elq []time.Duration
+	nITL := 0
+	for i := range records {
+		if records[i].Success {
+			nITL += len(records[i].ITL)
+		}
+	}
+	itls := make([]time.Duration, 0, nITL)
 	for i := range records {
 		r := &records[i]
 		if r.Unsent {
 			continue
 		}
-		queues = append(queues, seconds(r.Start-r.Dispatched))
-		lags = append(lags, seconds(r.Start-r.Scheduled))
+		queues = append(queues, r.Start-r.Dispatched)
+		lags = append(lags, r.Start-r.Scheduled)
 		if !r.Success {
 			s.Failed++
 			kind := r.Failure
@@ -109,7 +117,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		s.Completed++
 		lat := seconds(r.Latency)
 		e2els = append(e2els, lat)
-		e2elq = append(e2elq, seconds(r.Start-r.Scheduled+r.Latency))
+		e2elq = append(e2elq, r.Start-r.Scheduled+r.Latency)
 		if opts.Pooling {
 			s.TotalInput += r.InputLen(true)
 			continue
@@ -125,9 +133,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 			tpots = append(tpots, tpot)
 		}
 		allTPOTs = append(allTPOTs, tpot)
-		for _, g := range r.ITL {
-			itls = append(itls, seconds(g))
-		}
+		itls = append(itls, r.ITL...)
 		ttfts = append(ttfts, ttft)
 	}
 	s.RequestThroughput = float64(s.Completed) / dur
@@ -136,8 +142,8 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 	if len(opts.Goodput) > 0 {
 		s.RequestGoodput = float64(goodCount(opts.Goodput, ttfts, allTPOTs, e2els)) / dur
 	}
-	s.TTFT, s.TPOT, s.ITL, s.E2EL = newStats(ttfts), newStats(tpots), newStats(itls), newStats(e2els)
-	s.Queue, s.ScheduleLag, s.E2ELWithQueue = newStats(queues), newStats(lags), newStats(e2elq)
+	s.TTFT, s.TPOT, s.ITL, s.E2EL = newStats(ttfts), newStats(tpots), newDurationStats(itls), newStats(e2els)
+	s.Queue, s.ScheduleLag, s.E2ELWithQueue = newDurationStats(queues), newDurationStats(lags), newDurationStats(e2elq)
 	if !opts.Pooling {
 		s.MaxOutputTokensPerS, s.MaxConcurrentRequests = peaks(records)
 	}
