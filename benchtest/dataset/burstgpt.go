@@ -125,7 +125,8 @@ func csvMsg(err error) string {
 
 // loadBurstGPT builds the burstgpt dataset (vLLM's BurstGPTDataset): rows
 // drawn at random (without replacement when the file has enough, with
-// replacement otherwise), and for sample i a prompt decoded from the ids
+// replacement otherwise, exactly as pandas' DataFrame.sample with
+// random_state=Seed draws them), and for sample i a prompt decoded from the ids
 // (i+j) mod BaseVocabSize, j < the row's request tokens, whose length is
 // taken to be the request tokens. With DisableShuffle the rows are taken in
 // file order, cycling when there are too few (vLLM ignores the flag here).
@@ -174,19 +175,10 @@ func pickRows(s Spec, rows []burstRow) []burstRow {
 			out[i] = rows[i%len(rows)]
 		}
 		return out
-	case n <= len(rows):
-		r := newRNG(s.Seed, streamShuffle)
-		perm := r.Perm(len(rows))[:n]
-		out := make([]burstRow, n)
-		for i, k := range perm {
-			out[i] = rows[k]
-		}
-		return out
 	default:
-		r := newRNG(s.Seed, streamShuffle)
 		out := make([]burstRow, n)
-		for i := range out {
-			out[i] = rows[r.IntN(len(rows))]
+		for i, k := range pandasSample(s.Seed, len(rows), n, n > len(rows)) {
+			out[i] = rows[k]
 		}
 		return out
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,13 +76,14 @@ func ReadTokenizerConfig(path string) (*TokenizerConfig, error) {
 }
 
 // configBeside reads tokenizer_config.json from the directory of a tokenizer
-// file; it returns nil when there is none.
+// file; it returns nil when the tokenizer was not loaded from a file or there
+// is no config beside it.
 func configBeside(tokenizerPath string) (*TokenizerConfig, error) {
-	if tokenizerPath == "" {
+	if st, err := os.Stat(tokenizerPath); err != nil || st.IsDir() {
 		return nil, nil
 	}
 	path := filepath.Join(filepath.Dir(tokenizerPath), "tokenizer_config.json")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, nil
 	}
 	return ReadTokenizerConfig(path)

@@ -113,7 +113,7 @@ func arrange(s Spec, path string, rows []row) error {
 		}
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].ts < rows[j].ts })
 	case !s.DisableShuffle:
-		shuffle(newRNG(s.Seed, streamShuffle), rows)
+		pyShuffle(newPyRandom(s.Seed), rows)
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ func promptRows(ctx context.Context, s Spec, tok *tokenizer.Tokenizer, path stri
 		}
 		x := Sample{
 			Prompt:    prompt,
-			PromptLen: len(tok.Encode(prompt, true)),
+			PromptLen: countTokens(tok, prompt, true),
 			OutputLen: outputLen,
 			RequestID: s.RequestIDPrefix + strconv.Itoa(i),
 		}

@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/tokenizer"
 	"github.com/servegate/servegate/fixtures"
 )
 
@@ -84,7 +87,8 @@ func TestCustomOptions(t *testing.T) {
 		}
 		assert.Equal(t, order(0), order(0))
 		assert.NotEqual(t, order(0), order(5))
-		assert.Equal(t, "Explain, step by step, how a bicycle gear works.|東京の人口は何人ですか？簡単に答えてください。|What is the capital of India?|Écris un haïku sur la pluie d'automne.||", order(0))
+		// vLLM's order for seed 0 (CPython's random.shuffle; see crosscheck.py).
+		assert.Equal(t, "東京の人口は何人ですか？簡単に答えてください。|Écris un haïku sur la pluie d'automne.|What is the capital of India?|Explain, step by step, how a bicycle gear works.||", order(0))
 	})
 	t.Run("oversampling", func(t *testing.T) {
 		got := load(Spec{NumPrompts: 9, DisableShuffle: true, SkipChatTemplate: true, RequestIDPrefix: "c"})
@@ -101,11 +105,11 @@ func TestCustomOptions(t *testing.T) {
 			"東京の人口は何人ですか？簡単に答えてください。",
 			"",
 			"Explain, step by step, how a bicycle gear works.",
-			"What is the capital of India?",
-			"Écris un haïku sur la pluie d'automne.",
 			"",
-			"Écris un haïku sur la pluie d'automne.",
-		}, prompts)
+			"",
+			"What is the capital of India?",
+			"東京の人口は何人ですか？簡単に答えてください。",
+		}, prompts, "vLLM's oversampling for seed 0 (see crosscheck.py)")
 	})
 }
 
@@ -164,4 +168,38 @@ func TestCustomErrors(t *testing.T) {
 			assert.Equal(t, "load custom dataset: "+tt.want, err.Error())
 		})
 	}
+}
+
+func TestCustomLongPrompt(t *testing.T) {
+	tok := loadTokenizer(t, fixtures.Llama3)
+	got, err := Load(context.Background(), Spec{Name: Custom, Path: fixture("custom_long.jsonl"), NumPrompts: -1, DisableShuffle: true, SkipChatTemplate: true}, tok)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Greater(t, got[0].PromptLen, 4000, "custom keeps long prompts")
+	assert.Equal(t, 50, got[0].OutputLen)
+	assert.Equal(t, 256, got[1].OutputLen)
+}
+
+// TestConfigBesideTokenizer loads a tokenizer from a model directory and
+// finds the chat template in the tokenizer_config.json beside it.
+func TestConfigBesideTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, fixtures.Tokenizer(t, fixtures.Llama3), filepath.Join(dir, "tokenizer.json"))
+	mod, err := fixtures.TokenizersModuleDir()
+	require.NoError(t, err)
+	copyFile(t, filepath.Join(mod, "test", "data", "meta-llama-3-8b-instruct", "tokenizer_config.json"), filepath.Join(dir, "tokenizer_config.json"))
+	tok, err := tokenizer.FromFile(filepath.Join(dir, "tokenizer.json"))
+	require.NoError(t, err)
+	defer tok.Close()
+	got, err := Load(context.Background(), Spec{Name: Custom, Path: fixture("custom.jsonl"), NumPrompts: 1, DisableShuffle: true}, tok)
+	require.NoError(t, err)
+	assert.Equal(t, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWhat is the capital of India?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", got[0].Prompt)
+	assert.Equal(t, 18, got[0].PromptLen)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, b, 0o644))
 }

@@ -11,10 +11,10 @@ import (
 // as they are.
 func oversample(samples []Sample, n int, s Spec) ([]Sample, error) {
 	if !s.NoOversample && len(samples) < n && len(samples) > 0 {
-		r := newRNG(s.Seed, streamOversample)
+		r := newPyRandom(s.Seed)
 		base := len(samples)
 		for i := range n - base {
-			c := samples[r.IntN(base)]
+			c := samples[r.below(base)]
 			c.RequestID = s.RequestIDPrefix + strconv.Itoa(base+i)
 			samples = append(samples, c)
 		}

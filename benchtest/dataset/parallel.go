@@ -30,3 +30,51 @@ func parallel(ctx context.Context, n int, f func(i int)) error {
 	wg.Wait()
 	return ctx.Err()
 }
+
+// A drawQueue lets prompts built in parallel draw fix-up tokens from one
+// generator in prompt order, as vLLM draws them one prompt after another:
+// prompt i may draw only once every prompt before it is finished. Prompts
+// that need no draw (most) never wait.
+type drawQueue struct {
+	g     *npGenerator
+	vocab int
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	done []bool
+	next int // every prompt below next is finished
+}
+
+func newDrawQueue(g *npGenerator, vocab, n int) *drawQueue {
+	q := &drawQueue{g: g, vocab: vocab, done: make([]bool, n)}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// drawer returns prompt i's draw function. Its first call waits for the
+// prompts before i to finish.
+func (q *drawQueue) drawer(i int) drawFunc {
+	waited := false
+	return func(n int) []int {
+		if !waited {
+			q.mu.Lock()
+			for q.next < i {
+				q.cond.Wait()
+			}
+			q.mu.Unlock()
+			waited = true
+		}
+		return q.g.integers(0, q.vocab, n)
+	}
+}
+
+// finish records that prompt i will draw no more.
+func (q *drawQueue) finish(i int) {
+	q.mu.Lock()
+	q.done[i] = true
+	for q.next < len(q.done) && q.done[q.next] {
+		q.next++
+	}
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}

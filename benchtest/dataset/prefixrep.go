@@ -3,17 +3,9 @@ package dataset
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/servegate/servegate/benchtest/tokenizer"
-)
-
-// Streams of the prefix_repetition dataset: one generator per prefix and
-// one per suffix, so that prompts can be built in parallel.
-const (
-	streamPrefix uint64 = 0x70726566 << 32 // "pref"
-	streamSuffix uint64 = 0x73756666 << 32 // "suff"
 )
 
 // loadPrefixRepetition builds the prefix_repetition dataset (vLLM's
@@ -21,7 +13,9 @@ const (
 // by NumPrompts/NumPrefixes random suffixes. Token ids are drawn from
 // [0, BaseVocabSize) and fixed up to their exact lengths separately; the
 // prompt is the decoded prefix and suffix ids, and its length is their sum.
-// The prompts are shuffled unless DisableShuffle is set. vLLM leaves these
+// The prompts are shuffled unless DisableShuffle is set. Token ids come from
+// numpy's legacy generator seeded with Seed and the shuffle from Python's
+// random, both reproduced, so the prompts are vLLM's for the same seed. vLLM leaves these
 // samples without request ids; servegate numbers them after the shuffle.
 // Like vLLM, it returns NumPrefixes*(NumPrompts/NumPrefixes) samples, which
 // may be fewer than NumPrompts, and never oversamples.
@@ -35,26 +29,32 @@ func loadPrefixRepetition(ctx context.Context, s Spec, tok *tokenizer.Tokenizer)
 		return nil, fmt.Errorf("num prompts (%d) must be greater than or equal to num prefixes (%d)", s.NumPrompts, p.NumPrefixes)
 	}
 	g := newRandomGen(s, tok)
-	exact := func(r *rand.Rand, n int) []int {
-		ids := integers(r, 0, tok.BaseVocabSize(), n)
-		_, fixed, _ := g.decodeToTarget(ids, n, r)
+	r := newNPLegacy(s.Seed)
+	draw := func(n int) []int { return legacyRandInt(r, 0, tok.BaseVocabSize(), n) }
+	exact := func(n int) []int {
+		_, fixed, _ := g.decodeToTarget(draw(n), n, draw)
 		return fixed
 	}
-	prefixes := make([][]int, p.NumPrefixes)
-	if err := parallel(ctx, p.NumPrefixes, func(i int) {
-		prefixes[i] = exact(newRNG(s.Seed, streamPrefix|uint64(i)), p.PrefixLen)
-	}); err != nil {
-		return nil, err
+	// Token ids are drawn one prompt after another from one generator, as
+	// vLLM does; only the final decoding runs in parallel.
+	ids := make([][]int, 0, p.NumPrefixes*perPrefix)
+	for range p.NumPrefixes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		prefix := exact(p.PrefixLen)
+		for range perPrefix {
+			ids = append(ids, append(append([]int(nil), prefix...), exact(p.SuffixLen)...))
+		}
 	}
-	samples := make([]Sample, p.NumPrefixes*perPrefix)
+	samples := make([]Sample, len(ids))
 	if err := parallel(ctx, len(samples), func(k int) {
-		ids := append(append([]int(nil), prefixes[k/perPrefix]...), exact(newRNG(s.Seed, streamSuffix|uint64(k)), p.SuffixLen)...)
-		samples[k] = Sample{Prompt: g.decode(ids), PromptLen: len(ids), OutputLen: p.OutputLen}
+		samples[k] = Sample{Prompt: g.decode(ids[k]), PromptLen: len(ids[k]), OutputLen: p.OutputLen}
 	}); err != nil {
 		return nil, err
 	}
 	if !s.DisableShuffle {
-		shuffle(newRNG(s.Seed, streamShuffle), samples)
+		pyShuffle(newPyRandom(s.Seed), samples)
 	}
 	for i := range samples {
 		samples[i].RequestID = s.RequestIDPrefix + strconv.Itoa(i)

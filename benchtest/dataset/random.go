@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/servegate/servegate/benchtest/tokenizer"
@@ -17,10 +16,12 @@ const maxFixupRounds = 10
 // randomGen holds what every random prompt is built from.
 type randomGen struct {
 	tok     *tokenizer.Tokenizer
-	seed    int64
-	allowed []int // token ids prompts walk over: the base vocabulary without special ids
+	allowed []int // token ids prompts walk over: the base vocabulary without special ids, ascending
 	cleanup bool  // apply transformers' clean_up_tokenization after decoding
 }
+
+// A drawFunc returns n token ids drawn uniformly from [0, BaseVocabSize).
+type drawFunc func(n int) []int
 
 func newRandomGen(s Spec, tok *tokenizer.Tokenizer) *randomGen {
 	special := map[int]bool{}
@@ -34,7 +35,7 @@ func newRandomGen(s Spec, tok *tokenizer.Tokenizer) *randomGen {
 		}
 	}
 	cfg := s.TokenizerConfig
-	return &randomGen{tok: tok, seed: s.Seed, allowed: allowed, cleanup: cfg != nil && cfg.CleanUpTokenizationSpaces}
+	return &randomGen{tok: tok, allowed: allowed, cleanup: cfg != nil && cfg.CleanUpTokenizationSpaces}
 }
 
 // lengthBounds returns the inclusive ranges input and output lengths are
@@ -60,14 +61,14 @@ func lengthBounds(tok *tokenizer.Tokenizer, rangeRatio float64, inputLen, output
 
 // samplingParams draws n input lengths, output lengths and vocabulary
 // offsets, in vLLM's order.
-func (g *randomGen) samplingParams(r *rand.Rand, n int, rangeRatio float64, inputLen, outputLen int) (in, out, offsets []int, err error) {
+func (g *randomGen) samplingParams(r *npGenerator, n int, rangeRatio float64, inputLen, outputLen int) (in, out, offsets []int, err error) {
 	inLo, inHi, outLo, outHi, err := lengthBounds(g.tok, rangeRatio, inputLen, outputLen)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	in = integers(r, inLo, inHi+1, n)
-	out = integers(r, outLo, outHi+1, n)
-	offsets = integers(r, 0, g.tok.BaseVocabSize(), n)
+	in = r.integers(inLo, inHi+1, n)
+	out = r.integers(outLo, outHi+1, n)
+	offsets = r.integers(0, g.tok.BaseVocabSize(), n)
 	return in, out, offsets, nil
 }
 
@@ -75,14 +76,14 @@ func (g *randomGen) samplingParams(r *rand.Rand, n int, rangeRatio float64, inpu
 // ids walked over the allowed vocabulary from offset+index, decoded and fixed
 // up to the target length. It returns the prompt and its length in tokens as
 // re-encoded after the fix-up.
-func (g *randomGen) sequence(prefix []int, inputLen, offset, index int) (string, int) {
+func (g *randomGen) sequence(prefix []int, inputLen, offset, index int, draw drawFunc) (string, int) {
 	ids := make([]int, 0, len(prefix)+inputLen)
 	ids = append(ids, prefix...)
 	n := len(g.allowed)
 	for j := range inputLen {
 		ids = append(ids, g.allowed[(offset+index+j)%n])
 	}
-	prompt, final, _ := g.decodeToTarget(ids, len(prefix)+inputLen, fixupRNG(g.seed, index))
+	prompt, final, _ := g.decodeToTarget(ids, len(prefix)+inputLen, draw)
 	return prompt, len(final)
 }
 
@@ -90,15 +91,15 @@ func (g *randomGen) sequence(prefix []int, inputLen, offset, index int) (string,
 // target it truncates or appends random ids from [0, BaseVocabSize) and
 // tries again, at most maxFixupRounds times. It returns the final text, its
 // ids, and how many tokens it has over (+) or under (-) the target.
-func (g *randomGen) decodeToTarget(ids []int, target int, r *rand.Rand) (string, []int, int) {
+func (g *randomGen) decodeToTarget(ids []int, target int, draw drawFunc) (string, []int, int) {
 	for round := 0; ; round++ {
 		prompt := g.decode(ids)
-		ids = g.tok.Encode(prompt, false)
+		ids = encodeText(g.tok, prompt)
 		if round == maxFixupRounds || len(ids) == target {
 			return prompt, ids, len(ids) - target
 		}
 		if len(ids) < target {
-			ids = append(ids, integers(r, 0, g.tok.BaseVocabSize(), target-len(ids))...)
+			ids = append(ids, draw(target-len(ids))...)
 		} else {
 			ids = ids[:target]
 		}
@@ -108,7 +109,7 @@ func (g *randomGen) decodeToTarget(ids []int, target int, r *rand.Rand) (string,
 // decode is transformers' tokenizer.decode(ids): special tokens kept, and
 // clean_up_tokenization applied when the tokenizer config asks for it.
 func (g *randomGen) decode(ids []int) string {
-	text := g.tok.Decode(ids, false)
+	text := decodeText(g.tok, ids)
 	if g.cleanup {
 		text = cleanUpTokenization(text)
 	}
@@ -127,18 +128,20 @@ func loadRandom(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 		return nil, fmt.Errorf("prefix length %d must not be negative", p.PrefixLen)
 	}
 	g := newRandomGen(s, tok)
-	r := newRNG(s.Seed, streamMain)
+	r := newNPGenerator(s.Seed)
 	inLens, outLens, offsets, err := g.samplingParams(r, s.NumPrompts, p.RangeRatio, p.InputLen, p.OutputLen)
 	if err != nil {
 		return nil, err
 	}
-	prefix := make([]int, p.PrefixLen)
-	for i := range prefix {
-		prefix[i] = g.allowed[r.IntN(len(g.allowed))]
+	var prefix []int
+	for _, k := range r.integers(0, len(g.allowed), p.PrefixLen) {
+		prefix = append(prefix, g.allowed[k])
 	}
 	samples := make([]Sample, s.NumPrompts)
+	q := newDrawQueue(r, tok.BaseVocabSize(), s.NumPrompts)
 	if err := parallel(ctx, len(samples), func(i int) {
-		prompt, n := g.sequence(prefix, inLens[i], offsets[i], i)
+		defer q.finish(i)
+		prompt, n := g.sequence(prefix, inLens[i], offsets[i], i, q.drawer(i))
 		samples[i] = Sample{Prompt: prompt, PromptLen: n, OutputLen: outLens[i], RequestID: s.RequestIDPrefix + strconv.Itoa(i)}
 	}); err != nil {
 		return nil, err

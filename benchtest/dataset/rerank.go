@@ -25,7 +25,7 @@ func loadRandomRerank(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]
 		queryParam = p.InputLen/2 - sep
 	}
 	g := newRandomGen(s, tok)
-	r := newRNG(s.Seed, streamMain)
+	r := newNPGenerator(s.Seed)
 	qLens, _, qOffsets, err := g.samplingParams(r, 1, p.RangeRatio, queryParam, 0)
 	if err != nil {
 		return nil, err
@@ -41,11 +41,14 @@ func loadRandomRerank(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]
 	if err != nil {
 		return nil, err
 	}
-	query, queryLen := g.sequence(nil, qLens[0], qOffsets[0], 0)
+	q := newDrawQueue(r, tok.BaseVocabSize(), n+1)
+	query, queryLen := g.sequence(nil, qLens[0], qOffsets[0], 0, q.drawer(0))
+	q.finish(0)
 	docs := make([]string, n)
 	docLens := make([]int, n)
 	if err := parallel(ctx, n, func(i int) {
-		docs[i], docLens[i] = g.sequence(nil, dLens[i], dOffsets[i], i+1)
+		defer q.finish(i + 1)
+		docs[i], docLens[i] = g.sequence(nil, dLens[i], dOffsets[i], i+1, q.drawer(i+1))
 	}); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func loadShareGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Samp
 		return nil, fileErr(s.Path, 0, "no entry with two or more conversation turns (%d entries)", total)
 	}
 	if !s.DisableShuffle {
-		shuffle(newRNG(s.Seed, streamShuffle), convs)
+		pyShuffle(newPyRandom(s.Seed), convs)
 	}
 	fixed := s.ShareGPT.OutputLen > 0
 	var samples []Sample
@@ -96,10 +96,10 @@ func loadShareGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Samp
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		promptLen := len(tok.Encode(c.prompt, true))
+		promptLen := countTokens(tok, c.prompt, true)
 		outLen := s.ShareGPT.OutputLen
 		if !fixed {
-			outLen = len(tok.Encode(c.completion, true))
+			outLen = countTokens(tok, c.completion, true)
 		}
 		switch {
 		case promptLen < minSeqLen || (!fixed && outLen < minSeqLen):

@@ -66,7 +66,7 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 	}
 	total := 0
 	for _, l := range lines {
-		total += len(tok.Encode(l, true))
+		total += countTokens(tok, l, true)
 	}
 	avg := float64(total) / float64(len(lines))
 	baseFmt, err := cfg.userTurn(sonnetBase)
@@ -74,14 +74,14 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 		return nil, err
 	}
 	p := s.Sonnet
-	baseOffset := len(tok.Encode(baseFmt, true))
+	baseOffset := countTokens(tok, baseFmt, true)
 	if p.InputLen <= baseOffset {
 		return nil, fmt.Errorf("input length %d must be higher than the base prompt length (%d)", p.InputLen, baseOffset)
 	}
 	numInput := int(math.RoundToEven(float64(p.InputLen-baseOffset) / avg))
 	numPrefix := max(int(math.RoundToEven(float64(p.PrefixLen-baseOffset)/avg)), 0)
 	prefix := strings.Join(lines[:min(numPrefix, len(lines))], "")
-	r := newRNG(s.Seed, streamMain)
+	r := newPyRandom(s.Seed)
 	var samples []Sample
 	for rejects := 0; len(samples) < s.NumPrompts; {
 		if err := ctx.Err(); err != nil {
@@ -91,14 +91,14 @@ func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample
 		b.WriteString(sonnetBase)
 		b.WriteString(prefix)
 		for range numInput - numPrefix {
-			b.WriteString(lines[r.IntN(len(lines))])
+			b.WriteString(lines[int(r.random()*float64(len(lines)))])
 		}
 		prompt := b.String()
 		formatted, err := cfg.userTurn(prompt)
 		if err != nil {
 			return nil, err
 		}
-		n := len(tok.Encode(formatted, true))
+		n := countTokens(tok, formatted, true)
 		if n > p.InputLen {
 			if rejects++; rejects == maxSonnetRejects {
 				return nil, fileErr(s.Path, 0, "%d draws in a row gave prompts longer than the input length %d; raise it", rejects, p.InputLen)

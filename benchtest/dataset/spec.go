@@ -26,11 +26,21 @@ var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, 
 // random prompts of 1,024 tokens with 128 output tokens, seed 0. Every field
 // left zero takes vLLM v0.13's default, written beside it.
 //
-// Randomness: every choice (lengths, offsets, shuffles, oversampling) comes
-// from Go's math/rand/v2 PCG generator seeded with Seed. The algorithms and
-// distributions are vLLM's, but the random stream is not numpy's or Python's,
-// so the same seed selects different prompts than vLLM does; for a fixed seed
-// servegate's output is identical from run to run, byte for byte.
+// Randomness. servegate reproduces the generators vLLM v0.13 draws from,
+// seeded the same way: numpy's default_rng (PCG64 behind SeedSequence, with
+// Generator.integers' bounded draws) for random and random-rerank, numpy's
+// legacy RandomState (MT19937) for prefix_repetition's token ids and
+// burstgpt's pandas row sample, and CPython's random (MT19937) for the
+// shuffles of sharegpt, custom and spec_bench, oversampling, sonnet's line
+// draws and prefix_repetition's final shuffle. With the same tokenizer,
+// chat template and seed, the samples are vllm bench serve's byte for byte
+// (testdata/vllm_*.json, written by fixtures/datasets/crosscheck.py, holds
+// vLLM's output; the tests compare). The exceptions are servegate's own
+// additions: the seed is honoured for custom and spec_bench (vLLM always
+// uses 0 there, which is servegate's default), negative seeds are taken as
+// their absolute value, DisableShuffle applies to burstgpt, and the
+// extensions listed on each field. A fixed seed gives the same samples from
+// run to run.
 type Spec struct {
 	// Name is the dataset: one of Names. Default: random.
 	Name string
@@ -40,6 +50,8 @@ type Spec struct {
 	NumPrompts int
 	// Seed seeds every random choice. Default: 0. vLLM ignores the seed for
 	// custom and spec_bench (always 0); servegate honours it everywhere.
+	// burstgpt and prefix_repetition use its low 32 bits, as numpy's legacy
+	// generator only takes seeds below 2^32.
 	Seed int64
 	// Path is the dataset file (sharegpt JSON, custom or spec_bench JSONL,
 	// burstgpt CSV, sonnet text). Unused by random, random-rerank and
