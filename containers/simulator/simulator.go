@@ -8,6 +8,9 @@
 package simulator
 
 import (
+	"context"
+	"io"
+
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
@@ -38,3 +41,10 @@ func LoadProfile(nameOrPath string) (Params, error) { return sim.LoadProfile(nam
 
 // Profiles lists the shipped profiles.
 func Profiles() []string { return sim.Profiles() }
+
+// Main runs the simulator as a command (flags, environment, serving until
+// ctx is done) and returns its exit status; see sim.Main. `servegate sim`
+// calls it.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return sim.Main(ctx, args, stdout, stderr)
+}

@@ -49,6 +49,7 @@ func TestGolden(t *testing.T) {
 		{name: "error_too_long", path: "/v1/completions", body: map[string]any{"prompt": "x", "max_tokens": 5000}},
 		{name: "error_json", path: "/v1/chat/completions", body: "not an object"},
 		{name: "error_fault_header", path: "/v1/completions", body: map[string]any{"prompt": "x"}, header: map[string]string{FaultHeader: "explode=1"}},
+		{name: "fault_stream_error", path: "/v1/completions", body: map[string]any{"prompt": "x", "max_tokens": 5, "stream": true}, header: map[string]string{FaultHeader: "error_after=2"}},
 		{name: "fault_status", path: "/v1/completions", body: map[string]any{"prompt": "x"}, header: map[string]string{FaultHeader: "status=503"}},
 	}
 	for _, c := range cases {
@@ -205,4 +206,30 @@ func TestDeterministic(t *testing.T) {
 	a, b, c := text(1), text(1), text(2)
 	require.Equal(t, a, b)
 	require.NotEqual(t, a, c)
+}
+
+// TestDefaults: vLLM's defaults for fields a request leaves out.
+func TestDefaults(t *testing.T) {
+	p := testParams()
+	p.StepFixedMS = 0
+	p.DefaultMaxTokens = 9
+	_, base := start(t, Config{Params: &p})
+	usageOf := func(path string, body map[string]any) map[string]any {
+		body["stream"] = true
+		body["stream_options"] = map[string]any{"include_usage": true, "continuous_usage_stats": true}
+		r := post(context.Background(), base+path, body, nil)
+		require.NoError(t, r.err)
+		var u map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.events[len(r.events)-2].data), &u))
+		return u["usage"].(map[string]any)
+	}
+	require.EqualValues(t, 16, usageOf("/v1/completions", map[string]any{"prompt": "Hi"})["completion_tokens"], "completions default to 16")
+	require.EqualValues(t, 9, usageOf("/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hi"}}})["completion_tokens"], "chat defaults to default_max_tokens")
+
+	// continuous_usage_stats without include_usage adds no usage anywhere.
+	r := post(context.Background(), base+"/v1/completions", map[string]any{"prompt": "Hi", "max_tokens": 2, "stream": true,
+		"stream_options": map[string]any{"continuous_usage_stats": true}}, nil)
+	for _, e := range r.events[:len(r.events)-1] {
+		require.Contains(t, e.data, `"usage":null`)
+	}
 }

@@ -48,7 +48,7 @@ type stepPlan struct {
 // catchUp is how late a step may end and the next one still start at the
 // modelled instant rather than now, so timer overshoot does not accumulate
 // into the token rate.
-const catchUp = 2 * time.Millisecond
+const catchUp = 5 * time.Millisecond
 
 func newEngine(p Params, m *metrics) *engine {
 	return &engine{
@@ -310,6 +310,7 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			continue
 		}
 		if s.pooling {
+			e.metrics.pooled(len(s.prompt))
 			s.state = seqDone
 			e.running = remove(e.running, s)
 			e.free(s)
@@ -325,7 +326,7 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			e.running = remove(e.running, s)
 			e.free(s)
 		}
-		e.metrics.generated()
+		e.metrics.generated(len(s.output) == 1, len(s.prompt))
 		s.deliver([]int{tok}, at, finish)
 	}
 	e.mu.Lock()

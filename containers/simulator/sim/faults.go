@@ -16,6 +16,7 @@ import (
 //	stall_ms=D             pause D milliseconds ...
 //	stall_after=K          ... after K chunks (default 1)
 //	malformed_after=K      send chunk number K (0-based) as invalid JSON
+//	error_after=K          after K chunks, send vLLM's in-stream error event and [DONE]
 //
 // Configured fault rates (fault_rate_429, fault_abort_rate, ...) draw the
 // same faults at random, seeded by the server seed and the request id.
@@ -28,9 +29,10 @@ type fault struct {
 	stall          time.Duration
 	stallAfter     int
 	malformedAfter int // -1 none
+	errorAfter     int // -1 none
 }
 
-func noFault() fault { return fault{abortAfter: -1, malformedAfter: -1} }
+func noFault() fault { return fault{abortAfter: -1, malformedAfter: -1, errorAfter: -1} }
 
 func (f fault) String() string {
 	var parts []string
@@ -45,6 +47,9 @@ func (f fault) String() string {
 	}
 	if f.malformedAfter >= 0 {
 		parts = append(parts, fmt.Sprintf("malformed_after=%d", f.malformedAfter))
+	}
+	if f.errorAfter >= 0 {
+		parts = append(parts, fmt.Sprintf("error_after=%d", f.errorAfter))
 	}
 	return strings.Join(parts, ",")
 }
@@ -79,8 +84,10 @@ func parseFault(h string) (fault, error) {
 			f.stallAfter = int(n)
 		case "malformed_after":
 			f.malformedAfter = int(n)
+		case "error_after":
+			f.errorAfter = int(n)
 		default:
-			return f, fmt.Errorf("%s: unknown key %q (status, abort_after, stall_ms, stall_after, malformed_after)", FaultHeader, k)
+			return f, fmt.Errorf("%s: unknown key %q (status, abort_after, stall_ms, stall_after, malformed_after, error_after)", FaultHeader, k)
 		}
 	}
 	return f, nil
@@ -110,6 +117,9 @@ func (p Params) drawFault(f fault, requestID string) fault {
 	if f.malformedAfter < 0 && rng.Float64() < p.FaultMalformedRate {
 		f.malformedAfter = p.FaultMalformedAfter
 	}
+	if f.errorAfter < 0 && rng.Float64() < p.FaultErrorRate {
+		f.errorAfter = p.FaultErrorAfter
+	}
 	return f
 }
 
@@ -123,4 +133,12 @@ func faultMessage(status int) string {
 	default:
 		return "Internal server error (injected by the simulator)."
 	}
+}
+
+// streamError is the event vLLM sends when generation fails mid-stream:
+// the error JSON written by Python's json.dumps (with its spaces), followed
+// by [DONE].
+func streamError(status int, message string) []byte {
+	msg := marshal(message)
+	return []byte(fmt.Sprintf(`data: {"error": {"message": %s, "type": %q, "param": null, "code": %d}}`+"\n\n", msg, errorType(status), status))
 }

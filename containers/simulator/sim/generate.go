@@ -124,8 +124,9 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	}
 	j := &job{chat: chat, rid: s.requestID(r), created: time.Now().Unix(), stream: req.Stream}
 	if req.StreamOptions != nil {
+		// As in vLLM, continuous usage stats need include_usage too.
 		j.includeUsage = req.StreamOptions.IncludeUsage
-		j.continuous = req.StreamOptions.ContinuousUsageStats
+		j.continuous = j.includeUsage && req.StreamOptions.ContinuousUsageStats
 	}
 	if chat {
 		j.id = "chatcmpl-" + j.rid
@@ -202,6 +203,8 @@ func (s *Server) chatPrompt(msgs []chatInMessage) ([]int, error) {
 // setLength checks the context length and draws the output length: exactly
 // max_tokens with ignore_eos, else uniform in [eos_min_ratio*max_tokens,
 // max_tokens] (a draw short of max_tokens ends with finish_reason "stop").
+// Without max_tokens, completions get vLLM's default of 16 and chat gets
+// default_max_tokens (vLLM would allow the whole remaining context).
 func (s *Server) setLength(j *job, req *genRequest) error {
 	n := len(j.prompt)
 	maxLen := s.p.MaxModelLen
@@ -213,9 +216,13 @@ func (s *Server) setLength(j *job, req *genRequest) error {
 		want = req.MaxCompletionTokens
 	}
 	var mt int
-	if want == nil {
+	switch {
+	case want == nil && !j.chat:
+		// vLLM's CompletionRequest defaults max_tokens to 16, as OpenAI does.
+		mt = min(16, maxLen-n)
+	case want == nil:
 		mt = min(s.p.DefaultMaxTokens, maxLen-n)
-	} else {
+	default:
 		mt = *want
 		if mt < 1 {
 			return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", mt)

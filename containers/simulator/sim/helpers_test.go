@@ -21,6 +21,10 @@ import (
 	"github.com/servegate/servegate/fixtures"
 )
 
+// testClient keeps connections alive across the many concurrent requests
+// of the load tests.
+var testClient = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048}}
+
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var (
@@ -104,7 +108,7 @@ func post(ctx context.Context, url string, body any, header map[string]string) s
 		req.Header.Set(k, v)
 	}
 	t0 := time.Now()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return streamResult{err: err}
 	}

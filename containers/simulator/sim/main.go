@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // knobFlag is a flag.Value that remembers the text it was given, applied to
@@ -38,6 +40,8 @@ type Options struct {
 	Tokenizer string
 	// Addr is the listen address (host:port).
 	Addr string
+	// PrintParams asks Main to print the resolved knobs and exit.
+	PrintParams bool
 }
 
 // ParseArgs resolves the command line and the environment into the server's
@@ -63,6 +67,7 @@ func ParseArgs(args []string, environ []string, stderr io.Writer) (Params, Optio
 	fs.StringVar(&opts.Tokenizer, "tokenizer", opts.Tokenizer, "tokenizer.json path; empty uses an approximate word tokenizer (env "+EnvPrefix+"TOKENIZER)")
 	fs.StringVar(&host, "host", host, "listen host (env "+EnvPrefix+"HOST)")
 	fs.StringVar(&port, "port", port, "listen port (env "+EnvPrefix+"PORT)")
+	printParams := fs.Bool("print-params", false, "print the resolved knobs as YAML and exit")
 	var sets [][2]string
 	def := DefaultParams()
 	for _, key := range Knobs() {
@@ -89,6 +94,7 @@ func ParseArgs(args []string, environ []string, stderr io.Writer) (Params, Optio
 			return p, opts, fmt.Errorf("flag --%s: %w", strings.ReplaceAll(kv[0], "_", "-"), err)
 		}
 	}
+	opts.PrintParams = *printParams
 	return p, opts, p.Validate()
 }
 
@@ -103,6 +109,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "servegate sim: %v\n", err)
 		return 2
+	}
+	if opts.PrintParams {
+		out, _ := yaml.Marshal(p)
+		stdout.Write(out)
+		return 0
 	}
 	cfg := Config{Params: &p}
 	if opts.Tokenizer != "" {

@@ -5,12 +5,14 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // metrics holds what /metrics serves, under vLLM's metric names, labels and
 // histogram buckets, in the Prometheus text format.
 type metrics struct {
 	model string
+	start time.Time // for the _created gauges
 
 	mu             sync.Mutex
 	promptTokens   int64
@@ -21,6 +23,9 @@ type metrics struct {
 	success        map[string]int64 // by finished_reason
 	ttft, itl, e2e *histogram
 	queue          *histogram
+	prefill        *histogram
+	decode         *histogram
+	inference      *histogram
 	promptHist     *histogram
 	genHist        *histogram
 }
@@ -28,23 +33,33 @@ type metrics struct {
 // Bucket bounds in seconds (tokens for the length histograms), as vLLM v0.13
 // declares them.
 var (
-	ttftBuckets  = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
-	itlBuckets   = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
-	e2eBuckets   = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
-	tokenBuckets = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000}
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	itlBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 )
 
-func newMetrics(model string) *metrics {
+func newMetrics(model string, maxModelLen int) *metrics {
 	return &metrics{
 		model:      model,
+		start:      time.Now(),
 		success:    map[string]int64{},
 		ttft:       newHistogram(ttftBuckets),
 		itl:        newHistogram(itlBuckets),
 		e2e:        newHistogram(e2eBuckets),
 		queue:      newHistogram(e2eBuckets),
-		promptHist: newHistogram(tokenBuckets),
-		genHist:    newHistogram(tokenBuckets),
+		prefill:    newHistogram(e2eBuckets),
+		decode:     newHistogram(e2eBuckets),
+		inference:  newHistogram(e2eBuckets),
+		promptHist: newHistogram(tokenBuckets(maxModelLen)),
+		genHist:    newHistogram(tokenBuckets(maxModelLen)),
 	}
+}
+
+// pooled counts the prompt of an embeddings or rerank request.
+func (m *metrics) pooled(prompt int) {
+	m.mu.Lock()
+	m.promptTokens += int64(prompt)
+	m.mu.Unlock()
 }
 
 func (m *metrics) prefixQuery(queried, hit int) {
@@ -60,9 +75,14 @@ func (m *metrics) preemption() {
 	m.mu.Unlock()
 }
 
-func (m *metrics) generated() {
+// generated counts one output token; the first token of a request also
+// counts its prompt as processed.
+func (m *metrics) generated(first bool, prompt int) {
 	m.mu.Lock()
 	m.genTokens++
+	if first {
+		m.promptTokens += int64(prompt)
+	}
 	m.mu.Unlock()
 }
 
@@ -70,10 +90,9 @@ func (m *metrics) generated() {
 func (m *metrics) finished(t *truthData, prompt int, reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.promptTokens += int64(prompt)
 	m.promptHist.observe(float64(prompt))
 	m.genHist.observe(float64(len(t.TokenTimes)))
-	if reason != "" && reason != "abort" {
+	if reason != "" {
 		m.success[reason]++
 	}
 	if len(t.TokenTimes) > 0 {
@@ -85,38 +104,82 @@ func (m *metrics) finished(t *truthData, prompt int, reason string) {
 	}
 	if t.FirstScheduled > 0 {
 		m.queue.observe(t.FirstScheduled.Seconds())
+		if t.Finished > 0 {
+			m.inference.observe((t.Finished - t.FirstScheduled).Seconds())
+		}
+		if len(t.TokenTimes) > 0 {
+			m.prefill.observe((t.TokenTimes[0] - t.FirstScheduled).Seconds())
+			m.decode.observe((t.TokenTimes[len(t.TokenTimes)-1] - t.TokenTimes[0]).Seconds())
+		}
 	}
 }
 
-// write renders the Prometheus text exposition.
+// write renders the Prometheus text exposition the way vLLM's
+// prometheus_client does: floats everywhere, labels in alphabetical order,
+// counters under their _total name, and a _created gauge after every
+// counter and histogram.
 func (m *metrics) write(w io.Writer, st engineStats) {
-	lbl := fmt.Sprintf(`engine="0",model_name=%q`, m.model)
+	model := fmt.Sprintf("%q", m.model)
+	lbl := `engine="0",model_name=` + model
+	created := num(float64(m.start.UnixNano()) / 1e9)
+	createdGauge := func(name, help, labels string) {
+		fmt.Fprintf(w, "# HELP %s_created %s\n# TYPE %s_created gauge\n%s_created{%s} %s\n", name, help, name, name, labels, created)
+	}
 	gauge := func(name, help string, v float64) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %s\n", name, help, name, name, lbl, num(v))
 	}
 	counter := func(name, help string, v int64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s_total{%s} %d\n", name, help, name, name, lbl, v)
+		fmt.Fprintf(w, "# HELP %s_total %s\n# TYPE %s_total counter\n%s_total{%s} %s\n", name, help, name, name, lbl, num(float64(v)))
+		createdGauge(name, help, lbl)
+	}
+	hist := func(h *histogram, name, help string) {
+		h.write(w, name, help, model)
+		createdGauge(name, help, lbl)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(st.Running))
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(st.Waiting))
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", st.KVUsage)
+	counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries)
+	counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits)
 	counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", m.preemptions)
 	counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.promptTokens)
 	counter("vllm:generation_tokens", "Number of generation tokens processed.", m.genTokens)
-	counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries)
-	counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits)
-	fmt.Fprintf(w, "# HELP vllm:request_success Count of successfully processed requests.\n# TYPE vllm:request_success counter\n")
-	for _, r := range []string{"stop", "length", "abort"} {
-		fmt.Fprintf(w, "vllm:request_success_total{%s,finished_reason=%q} %d\n", lbl, r, m.success[r])
+	const success = "Count of successfully processed requests."
+	fmt.Fprintf(w, "# HELP vllm:request_success_total %s\n# TYPE vllm:request_success_total counter\n", success)
+	for _, r := range finishReasons {
+		fmt.Fprintf(w, "vllm:request_success_total{engine=\"0\",finished_reason=%q,model_name=%s} %s\n", r, model, num(float64(m.success[r])))
 	}
-	m.ttft.write(w, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbl)
-	m.itl.write(w, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbl)
-	m.e2e.write(w, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", lbl)
-	m.queue.write(w, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", lbl)
-	m.promptHist.write(w, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", lbl)
-	m.genHist.write(w, "vllm:request_generation_tokens", "Number of generation tokens processed.", lbl)
+	fmt.Fprintf(w, "# HELP vllm:request_success_created %s\n# TYPE vllm:request_success_created gauge\n", success)
+	for _, r := range finishReasons {
+		fmt.Fprintf(w, "vllm:request_success_created{engine=\"0\",finished_reason=%q,model_name=%s} %s\n", r, model, created)
+	}
+	hist(m.promptHist, "vllm:request_prompt_tokens", "Number of prefill tokens processed.")
+	hist(m.genHist, "vllm:request_generation_tokens", "Number of generation tokens processed.")
+	hist(m.ttft, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.")
+	hist(m.itl, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.")
+	hist(m.e2e, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.")
+	hist(m.queue, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.")
+	hist(m.inference, "vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.")
+	hist(m.prefill, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.")
+	hist(m.decode, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.")
+}
+
+// finishReasons are the finished_reason label values vLLM exports.
+var finishReasons = []string{"stop", "length", "abort", "error"}
+
+// tokenBuckets is vLLM's 1-2-5 series up to the context length.
+func tokenBuckets(maxLen int) []float64 {
+	var b []float64
+	for scale := 1.0; ; scale *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if m*scale > float64(maxLen) {
+				return b
+			}
+			b = append(b, m*scale)
+		}
+	}
 }
 
 type histogram struct {
@@ -140,15 +203,16 @@ func (h *histogram) observe(v float64) {
 	h.n++
 }
 
-func (h *histogram) write(w io.Writer, name, help, lbl string) {
+func (h *histogram) write(w io.Writer, name, help, model string) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
 	var cum int64
 	for i, b := range h.bounds {
 		cum += h.counts[i]
-		fmt.Fprintf(w, "%s_bucket{%s,le=%q} %d\n", name, lbl, num(b), cum)
+		fmt.Fprintf(w, "%s_bucket{engine=\"0\",le=%q,model_name=%s} %s\n", name, num(b), model, num(float64(cum)))
 	}
-	fmt.Fprintf(w, "%s_bucket{%s,le=\"+Inf\"} %d\n", name, lbl, h.n)
-	fmt.Fprintf(w, "%s_count{%s} %d\n%s_sum{%s} %s\n", name, lbl, h.n, name, lbl, num(h.sum))
+	fmt.Fprintf(w, "%s_bucket{engine=\"0\",le=\"+Inf\",model_name=%s} %s\n", name, model, num(float64(h.n)))
+	fmt.Fprintf(w, "%s_count{engine=\"0\",model_name=%s} %s\n", name, model, num(float64(h.n)))
+	fmt.Fprintf(w, "%s_sum{engine=\"0\",model_name=%s} %s\n", name, model, num(h.sum))
 }
 
 // num formats like Python's prometheus_client: 1.0, 0.25, 1e-06.

@@ -54,8 +54,9 @@ type Params struct {
 	// uniform in [EOSMinRatio*max_tokens, max_tokens]. 1 always gives
 	// max_tokens.
 	EOSMinRatio float64 `yaml:"eos_min_ratio"`
-	// DefaultMaxTokens is max_tokens when a request sets none (vLLM would
-	// use the rest of the context; the simulator caps it here).
+	// DefaultMaxTokens is max_tokens when a chat request sets none (vLLM
+	// would use the rest of the context; the simulator caps it here).
+	// Completions default to 16, as in vLLM.
 	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
 	EmbeddingDim int `yaml:"embedding_dim"`
@@ -80,6 +81,10 @@ type Params struct {
 	// FaultMalformedAfter (0-based) is not valid JSON.
 	FaultMalformedRate  float64 `yaml:"fault_malformed_rate"`
 	FaultMalformedAfter int     `yaml:"fault_malformed_after"`
+	// FaultErrorRate is the fraction of streams that end after
+	// FaultErrorAfter chunks with vLLM's in-stream error event.
+	FaultErrorRate  float64 `yaml:"fault_error_rate"`
+	FaultErrorAfter int     `yaml:"fault_error_after"`
 }
 
 // DefaultParams are the values of every knob a profile leaves unset: a
@@ -149,6 +154,7 @@ func (p Params) Validate() error {
 		"fault_rate_429": p.FaultRate429, "fault_rate_500": p.FaultRate500,
 		"fault_rate_503": p.FaultRate503, "fault_abort_rate": p.FaultAbortRate,
 		"fault_stall_rate": p.FaultStallRate, "fault_malformed_rate": p.FaultMalformedRate,
+		"fault_error_rate": p.FaultErrorRate,
 	} {
 		rate(name, v)
 	}
@@ -157,7 +163,7 @@ func (p Params) Validate() error {
 	}
 	for name, v := range map[string]int{
 		"fault_abort_after": p.FaultAbortAfter, "fault_stall_after": p.FaultStallAfter,
-		"fault_malformed_after": p.FaultMalformedAfter,
+		"fault_malformed_after": p.FaultMalformedAfter, "fault_error_after": p.FaultErrorAfter,
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s: must be >= 0, got %d", name, v))

@@ -101,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 	if limit <= 0 {
 		limit = 100000
 	}
-	m := newMetrics(p.Model)
+	m := newMetrics(p.Model, p.MaxModelLen)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		p: p, metrics: m, tk: tk, vocab: v,
@@ -164,7 +164,7 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", "text/plain; version=1.0.0; charset=utf-8")
 	s.metrics.write(w, s.eng.snapshot())
 }
 

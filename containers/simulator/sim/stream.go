@@ -18,12 +18,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq)
 		fl.Flush()
 	}
 	sent, chunks := 0, 0
+	cw := s.newChunkWriter(j)
 	for {
 		ids, finished, reason, ok := s.await(r, sq)
 		if !ok || reason == "abort" {
 			return
 		}
 		if len(ids) > 0 {
+			if chunks == j.fault.errorAfter {
+				s.eng.abort(sq)
+				w.Write(streamError(http.StatusInternalServerError, "The simulated engine failed mid-generation (injected by the simulator)."))
+				w.Write([]byte("data: [DONE]\n\n"))
+				if fl != nil {
+					fl.Flush()
+				}
+				return
+			}
 			if chunks == j.fault.abortAfter {
 				s.eng.abort(sq)
 				panic(http.ErrAbortHandler)
@@ -47,7 +57,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq)
 			if chunks == j.fault.malformedAfter {
 				w.Write([]byte("data: {\"id\":\"" + j.id + "\",\"object\":\n\n"))
 			} else {
-				writeEvent(w, s.contentChunk(j, ids, finish, sent))
+				w.Write(cw.chunk(s.vocab.text(ids), finish, sent))
 			}
 			if fl != nil {
 				fl.Flush()
@@ -136,7 +146,8 @@ func writeEvent(w http.ResponseWriter, v any) {
 func (s *Server) chatRoleChunk(j *job) chatChunk {
 	empty := ""
 	c := chatChunk{ID: j.id, Object: "chat.completion.chunk", Created: j.created, Model: s.p.Model,
-		Choices: []chatChunkChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}}}
+		Choices:        []chatChunkChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}},
+		PromptTokenIDs: jsonNull}
 	if j.continuous {
 		u := newUsage(len(j.prompt), 0)
 		c.Usage = &u
@@ -145,7 +156,8 @@ func (s *Server) chatRoleChunk(j *job) chatChunk {
 }
 
 // contentChunk is the chunk carrying ids; sent counts the tokens sent so
-// far, these included.
+// far, these included. The stream writes the same bytes with chunkWriter;
+// this is the reference it is tested against.
 func (s *Server) contentChunk(j *job, ids []int, finish string, sent int) any {
 	text := s.vocab.text(ids)
 	var fr *string
@@ -190,6 +202,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job, sq *seq
 	}
 	if j.fault.abortAfter >= 0 {
 		panic(http.ErrAbortHandler)
+	}
+	if j.fault.errorAfter >= 0 {
+		writeError(w, newError(http.StatusInternalServerError, "The simulated engine failed (injected by the simulator)."))
+		return
 	}
 	if j.fault.stall > 0 && !sleepCtx(r, j.fault.stall) {
 		return

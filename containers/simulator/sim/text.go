@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -32,8 +33,20 @@ var wordRe = regexp.MustCompile(`^ [a-z]{3,9}$`)
 // maxVocab bounds the scan of the tokenizer's vocabulary.
 const maxVocab = 2048
 
-// newVocab scans a tokenizer for safe output tokens.
+// vocabs caches the scan per tokenizer.
+var vocabs sync.Map
+
+// newVocab scans a tokenizer for safe output tokens, once per tokenizer.
 func newVocab(tk Tokenizer) *vocab {
+	if v, ok := vocabs.Load(tk); ok {
+		return v.(*vocab)
+	}
+	v := scanVocab(tk)
+	vocabs.Store(tk, v)
+	return v
+}
+
+func scanVocab(tk Tokenizer) *vocab {
 	v := &vocab{texts: make(map[int]string)}
 	n := tk.VocabSize()
 	for id := 0; id < n && len(v.ids) < maxVocab; id++ {

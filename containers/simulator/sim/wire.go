@@ -75,6 +75,9 @@ type chatChunk struct {
 	Model   string            `json:"model"`
 	Choices []chatChunkChoice `json:"choices"`
 	Usage   *usageShort       `json:"usage,omitempty"`
+	// PromptTokenIDs is set (to null) on the role chunk only: vLLM sets it
+	// there explicitly ("return prompt_token_ids at the first chunk ever").
+	PromptTokenIDs json.RawMessage `json:"prompt_token_ids,omitempty"`
 }
 
 type chatChunkChoice struct {

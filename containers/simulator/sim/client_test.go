@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/client"
+	records "github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/fixtures"
+)
+
+// These tests drive the simulator with servegate's own benchmark client
+// (benchtest/client), the one the engine uses.
+
+func newClient(tb testing.TB, backend, url string) *client.Client {
+	return &client.Client{
+		Backend: backend, URL: url, Model: "sim-test",
+		Tokenizer: realTokenizer(tb, fixtures.Llama3), IgnoreEOS: true,
+		Epoch: time.Now(),
+	}
+}
+
+// TestClientFailureKinds: each fault yields the matching failure kind in
+// the client's record.
+func TestClientFailureKinds(t *testing.T) {
+	p := testParams()
+	p.StepFixedMS = 5
+	_, base := start(t, Config{Params: &p})
+	cases := []struct {
+		fault  string
+		kind   records.FailureKind
+		status int
+	}{
+		{"", records.FailureNone, 200},
+		{"status=429", records.FailureHTTPStatus, 429},
+		{"status=500", records.FailureHTTPStatus, 500},
+		{"status=503", records.FailureHTTPStatus, 503},
+		{"abort_after=2", records.FailureTransport, 200},
+		{"malformed_after=1", records.FailureStream, 200},
+		{"error_after=2", records.FailureStream, 200},
+		{"stall_ms=200,stall_after=1", records.FailureNone, 200},
+	}
+	for _, backend := range []string{client.BackendOpenAI, client.BackendOpenAIChat} {
+		path := "/v1/completions"
+		if backend == client.BackendOpenAIChat {
+			path = "/v1/chat/completions"
+		}
+		for _, c := range cases {
+			t.Run(backend+"/"+c.fault, func(t *testing.T) {
+				cl := newClient(t, backend, base+path)
+				cl.Headers = map[string]string{FaultHeader: c.fault}
+				rec := cl.Do(context.Background(), client.Request{Prompt: "Tell me a story.", OutputLen: 6, RequestID: "kind-" + backend + c.fault})
+				require.Equal(t, c.kind, rec.Failure, rec.Error)
+				require.Equal(t, c.kind == records.FailureNone, rec.Success)
+				require.Equal(t, c.status, rec.HTTPStatus)
+				if c.fault == "stall_ms=200,stall_after=1" {
+					require.Equal(t, 6, rec.OutputTokens)
+					require.GreaterOrEqual(t, rec.ITL[0], 200*time.Millisecond)
+				}
+			})
+		}
+	}
+}
+
+// TestClientAgainstTruth: what the client measures agrees with what the
+// server says it sent: the same token counts, a TTFT no shorter than the
+// server's first flush, and ITLs within a few milliseconds of the server's
+// flush gaps (on loopback, in one process).
+func TestClientAgainstTruth(t *testing.T) {
+	p := testParams()
+	p.StepFixedMS = 15
+	p.Jitter = 0.3
+	p.Seed = 3
+	s, base := start(t, Config{Params: &p})
+	cl := newClient(t, client.BackendOpenAI, base+"/v1/completions")
+	var itlErr []float64
+	for i := range 8 {
+		id := "truth-" + string(rune('a'+i))
+		rec := cl.Do(context.Background(), client.Request{Prompt: words(50, i), OutputLen: 20, RequestID: id})
+		require.True(t, rec.Success, rec.Error)
+		tr, ok := s.Truth(id)
+		require.True(t, ok)
+		require.Equal(t, tr.OutputTokens, rec.OutputTokens)
+		require.Equal(t, len(tr.ChunkMS), len(rec.ITL)+1, "one ITL per chunk after the first")
+		require.GreaterOrEqual(t, float64(rec.TTFT)/1e6, tr.ChunkMS[0]-1, "the client cannot see a chunk before it was sent")
+		for k, gap := range rec.ITL {
+			itlErr = append(itlErr, math.Abs(float64(gap)/1e6-tr.ITLMS[k]))
+		}
+	}
+	t.Logf("client ITL vs server flush gaps: median |error| %.3f ms, p90 %.3f ms", median(itlErr), percentile(itlErr, 90))
+	require.Less(t, median(itlErr), 5.0, "median ITL disagreement in ms")
+}
+
+// TestClientPooling: embeddings and rerank succeed through the client with
+// the server's prompt token counts.
+func TestClientPooling(t *testing.T) {
+	_, base := start(t, Config{Params: ptrParams(testParams())})
+	emb := newClient(t, client.BackendOpenAIEmbeddings, base+"/v1/embeddings")
+	rec := emb.Do(context.Background(), client.Request{Prompt: "Hello world"})
+	require.True(t, rec.Success, rec.Error)
+	require.Equal(t, 3, rec.ServerPromptTokens)
+	rr := newClient(t, client.BackendVLLMRerank, base+"/rerank")
+	rec = rr.Do(context.Background(), client.Request{Prompt: "cats", Documents: []string{"a cat", "a dog"}})
+	require.True(t, rec.Success, rec.Error)
+}
+
+func ptrParams(p Params) *Params { return &p }
