@@ -24,12 +24,23 @@ type accuracy struct {
 	aaFail, aaError   int // A/A comparisons that failed the gate (exit 1) or errored (exit 2)
 	aaSignificant     int // A/A comparisons whose TTFT change was significant, either way (the U test's type I error)
 	detect, detectErr int // slowdown comparisons that failed on TTFT, or errored
+	missNoise         int // slowdown comparisons whose TTFT change was not significant
+	missWithin        int // ... significant but within the tolerance
+	aaFailUnits       []string
+	slowDeltas        []float64 // measured TTFT change of every slowdown comparison
 }
 
 func (a accuracy) String() string {
-	return fmt.Sprintf("count %2d: A/A false-fail %d/%d = %5.1f%% (errors %d; TTFT significant either way %d); 10%% TTFT slowdown detected %d/%d = %5.1f%% (errors %d)",
-		a.count, a.aaFail, a.trials, 100*float64(a.aaFail)/float64(a.trials), a.aaError, a.aaSignificant,
-		a.detect, a.trials, 100*float64(a.detect)/float64(a.trials), a.detectErr)
+	d := append([]float64(nil), a.slowDeltas...)
+	sort.Float64s(d)
+	median := math.NaN()
+	if len(d) > 0 {
+		median = d[len(d)/2]
+	}
+	return fmt.Sprintf("count %2d: A/A false-fail %d/%d = %5.1f%% (errors %d; failed units %v; TTFT significant either way %d); "+
+		"10%% TTFT slowdown detected %d/%d = %5.1f%% (errors %d; missed: %d not significant, %d within tolerance; median measured TTFT change %+.1f%%)",
+		a.count, a.aaFail, a.trials, 100*float64(a.aaFail)/float64(a.trials), a.aaError, a.aaFailUnits, a.aaSignificant,
+		a.detect, a.trials, 100*float64(a.detect)/float64(a.trials), a.detectErr, a.missNoise, a.missWithin, 100*median)
 }
 
 // measureAccuracy runs trials of three interleaved sides — base, an
@@ -68,13 +79,27 @@ func measureAccuracy(ctx context.Context, tb testing.TB, run runFunc, trials int
 				rep, _ := Run(ctx, Config{Base: []string{baseFile}, Head: []string{writeRuns(tb, dir, head.name, head.runs)}})
 				require.NotNil(tb, rep)
 				for _, c := range rep.Comparisons {
-					if head.name == "aa" && c.Unit == "ttft-p99-sec" && c.Significant {
+					if c.Unit != "ttft-p99-sec" || c.Verdict == Error {
+						continue
+					}
+					switch {
+					case head.name == "aa" && c.Significant:
 						out[i].aaSignificant++
+					case head.name == "slow":
+						out[i].slowDeltas = append(out[i].slowDeltas, c.Delta)
+						if !c.Significant {
+							out[i].missNoise++
+						} else if c.Verdict == Pass {
+							out[i].missWithin++
+						}
 					}
 				}
 				switch {
 				case head.name == "aa" && rep.Verdict == Fail:
 					out[i].aaFail++
+					for _, f := range rep.Failures() {
+						out[i].aaFailUnits = append(out[i].aaFailUnits, f.Unit)
+					}
 				case head.name == "aa" && rep.Verdict == Error:
 					out[i].aaError++
 				case head.name == "slow" && rep.Verdict == Error:

@@ -77,6 +77,10 @@ func TestMainCrafted(t *testing.T) {
 			wantStderr: "gate: policy: gated unit \"ttft-p95-sec\" is in neither input (units: goodput-req/s, tok/s, ttft-p99-sec)\n",
 		},
 		{
+			name: "optional-absent", args: args([]string{"-policy", "testdata/policy/optional-absent.yaml"}, pair("noise")), wantExit: ExitBadInput,
+			wantStderr: "gate: no gated unit in the inputs: the policy gates itl-p50-sec; the inputs report goodput-req/s, tok/s, ttft-p99-sec\n",
+		},
+		{
 			name: "wrong-sign", args: args([]string{"-policy", "testdata/policy/wrong-sign.yaml"}, pair("noise")), wantExit: ExitBadInput,
 			wantStderr: "gate: policy: ttft-p99-sec: tolerance -5% points the good way (lower is better); write +5%\n",
 		},

@@ -1,0 +1,162 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/containers/simulator"
+	"github.com/stretchr/testify/require"
+)
+
+// Scenario of one simulator run: a burst of simRequests chat requests
+// against a simulator with 20 ms engine steps, 8 sequences per step and 5%
+// step jitter. The 99th-percentile TTFT is that of the second wave, about
+// six steps (~130 ms), long enough that the slowdown knob shows through the
+// scheduling noise of a shared machine, short enough that a run takes about
+// a quarter of a second.
+const (
+	simRequests  = 16
+	simPromptLen = 64
+	simOutputLen = 4
+	simTTFTSLO   = 250.0 // goodput SLO on TTFT, ms
+)
+
+// simParams are the simulator knobs of the accuracy runs.
+func simParams(tb testing.TB) simulator.Params {
+	tb.Helper()
+	p, err := simulator.LoadProfile("")
+	require.NoError(tb, err)
+	p.Model = "servegate/sim-accuracy"
+	p.MaxNumSeqs = 8
+	p.StepFixedMS = 20
+	p.PrefillTokenUS = 5
+	p.SeqUS = 100
+	p.Jitter = 0.05
+	return p
+}
+
+// simulatorRun returns a runFunc that drives an in-process simulator with
+// servegate's engine and summarises the run with its metrics package, the
+// path a scenario benchmark takes. One server per slowdown factor lives
+// for the whole test.
+func simulatorRun(tb testing.TB) runFunc {
+	tb.Helper()
+	var mu sync.Mutex
+	servers := map[float64]*httptest.Server{}
+	tb.Cleanup(func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	})
+	server := func(slowdown float64) (*httptest.Server, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s, ok := servers[slowdown]; ok {
+			return s, nil
+		}
+		p := simParams(tb)
+		sim, err := simulator.New(simulator.Config{Params: &p, Slowdown: slowdown})
+		if err != nil {
+			return nil, err
+		}
+		tb.Cleanup(func() { sim.Close() })
+		s := httptest.NewServer(sim)
+		servers[slowdown] = s
+		return s, nil
+	}
+	samples := make([]dataset.Sample, simRequests)
+	for i := range samples {
+		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
+	}
+	// One client for every run, so that runs reuse warm connections
+	// instead of paying for connection setup inside the measured TTFT.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * simRequests, MaxConnsPerHost: 4 * simRequests}}
+	tb.Cleanup(hc.CloseIdleConnections)
+	var seed int64
+	return func(ctx context.Context, slowdown float64) (map[string]float64, error) {
+		srv, err := server(slowdown)
+		if err != nil {
+			return nil, err
+		}
+		seed++
+		res, err := engine.Run(ctx, engine.Config{
+			BaseURL:        srv.URL,
+			Backend:        "openai-chat",
+			Model:          simParams(tb).Model,
+			IgnoreEOS:      true,
+			Seed:           seed,
+			RequestTimeout: 10 * time.Second,
+			HTTPClient:     hc,
+		}, samples)
+		if err != nil {
+			return nil, err
+		}
+		sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{Goodput: map[string]float64{"ttft": simTTFTSLO}})
+		if sum.Completed != simRequests {
+			return nil, fmt.Errorf("simulator run: %d of %d requests completed", sum.Completed, simRequests)
+		}
+		ttft, ok1 := sum.Value("p99_ttft_ms")
+		goodput, ok2 := sum.Value("request_goodput")
+		if !ok1 || !ok2 || math.IsNaN(ttft) {
+			return nil, fmt.Errorf("simulator run: no p99_ttft_ms or request_goodput")
+		}
+		out := map[string]float64{"ttft-p99-sec": ttft / 1000, "goodput-req/s": goodput}
+		for name, unit := range map[string]string{"median_ttft_ms": "ttft-p50-sec", "mean_ttft_ms": "ttft-mean-sec", "mean_e2el_ms": "e2el-mean-sec"} {
+			if v, ok := sum.Value(name); ok {
+				out[unit] = v / 1000
+			}
+		}
+		return out, nil
+	}
+}
+
+// TestAccuracySimulator measures the gate against the in-process
+// simulator: 40 trials, each of base, unchanged head and head with the
+// simulator's slowdown knob at 1.10, interleaved, 10 runs per side; the
+// gate (default policy) compares base with each head using the first 5 and
+// all 10 runs. The figures depend on this machine's noise; they are
+// reported (-v), and asserted against the targets only with
+// SERVEGATE_ACCURACY_STRICT=1. Skipped under -short; about two minutes.
+func TestAccuracySimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 1200 simulator runs")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	run := simulatorRun(t)
+	// Warm up both servers and the HTTP connections.
+	for _, s := range []float64{1, 1.10} {
+		_, err := run(ctx, s)
+		require.NoError(t, err)
+	}
+	start := time.Now()
+	const trials = 40
+	res := measureAccuracy(ctx, t, run, trials, []int{5, 10}, 1.10)
+	t.Logf("in-process simulator (engine + metrics, %d requests per run, slowdown knob 1.10), %d trials, %d runs, %v:",
+		simRequests, trials, trials*10*3, time.Since(start).Round(time.Second))
+	for _, r := range res {
+		t.Logf("  %s", r)
+	}
+	for _, r := range res {
+		require.Zero(t, r.aaError+r.detectErr, "a comparison errored at count %d", r.count)
+	}
+	// Sanity that holds on any machine where the knob works at all.
+	require.Greater(t, res[1].detect, res[1].aaFail, "the slowdown must be detected more often than noise fails the gate")
+	if os.Getenv("SERVEGATE_ACCURACY_STRICT") != "" {
+		for _, r := range res {
+			require.LessOrEqual(t, float64(r.aaFail)/trials, 0.05, "A/A false-fail target at count %d", r.count)
+		}
+		require.GreaterOrEqual(t, float64(res[1].detect)/trials, 0.90, "detection target at count 10")
+	}
+}
