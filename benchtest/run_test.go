@@ -129,7 +129,7 @@ func TestRunURL(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); hs.Close() })
 	t.Setenv(scenario.EnvTarget, "")
 	t.Setenv(scenario.EnvURL, hs.URL)
-	t.Setenv(scenario.EnvModel, "servegate/sim-instant")
+	t.Setenv(scenario.EnvModel, "") // found through /v1/models
 	Run(t, parse(t, tiny))
 
 	results, _ := readBenchfmt(t, filepath.Join(dir, "test.benchfmt"))

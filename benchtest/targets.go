@@ -17,12 +17,22 @@ func init() {
 	starters[scenario.TargetInproc] = startInproc
 }
 
-// startURL uses a server that is already running.
-func startURL(_ context.Context, spec scenario.Target) (*Target, error) {
+// startURL uses a server that is already running. Without target.model
+// it asks the server's /v1/models which model it serves.
+func startURL(ctx context.Context, spec scenario.Target) (*Target, error) {
+	base := strings.TrimRight(spec.URL, "/")
+	model := spec.Model
+	if model == "" {
+		m, err := servedModel(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("start url target: no target.model (or SERVEGATE_MODEL) and %w", err)
+		}
+		model = m
+	}
 	return &Target{
 		Kind:            scenario.TargetURL,
-		BaseURL:         strings.TrimRight(spec.URL, "/"),
-		Model:           spec.Model,
+		BaseURL:         base,
+		Model:           model,
 		ServedModelName: spec.ServedModelName,
 	}, nil
 }

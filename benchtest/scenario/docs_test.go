@@ -1,0 +1,57 @@
+package scenario
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const docsPath = "../../docs/scenarios.md"
+
+// TestDocsListEveryKey keeps docs/scenarios.md true: every key of the
+// schema appears in it as `key`.
+func TestDocsListEveryKey(t *testing.T) {
+	doc, err := os.ReadFile(docsPath)
+	require.NoError(t, err)
+	var walk func(reflect.Type)
+	seen := map[reflect.Type]bool{}
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			tag := f.Tag.Get("yaml")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			assert.Contains(t, string(doc), "`"+tag+"`", "docs/scenarios.md does not document key %s (%s.%s)", tag, ty.Name(), f.Name)
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Scenario]())
+}
+
+// TestDocsExamplesLoad parses every YAML example of docs/scenarios.md.
+func TestDocsExamplesLoad(t *testing.T) {
+	doc, err := os.ReadFile(docsPath)
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	require.GreaterOrEqual(t, len(blocks), 6, "one example per arrival pattern")
+	for _, b := range blocks {
+		name := strings.SplitN(b[1], "\n", 2)[0]
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("", []byte(b[1]))
+			assert.NoError(t, err)
+		})
+	}
+}
