@@ -55,6 +55,11 @@ type argParser struct {
 	options  []*option
 	byName   map[string]*option
 	required []string
+	// positionals, when set, receives the arguments that are not options;
+	// otherwise they are unrecognized, as vllm bench serve has none.
+	positionals *[]string
+	// usageArgs follows "[options]" in the usage line.
+	usageArgs string
 }
 
 func newArgParser(prog string) *argParser {
@@ -208,6 +213,10 @@ func (p *argParser) parse(args []string) error {
 			break
 		}
 		if !strings.HasPrefix(arg, "--") || isNumber(arg) {
+			if p.positionals != nil {
+				*p.positionals = append(*p.positionals, arg)
+				continue
+			}
 			unknown = append(unknown, arg)
 			continue
 		}
@@ -288,7 +297,7 @@ func (p *argParser) given(name string) bool { return p.byName[name].seen }
 
 // writeHelp prints the options grouped as vLLM's --help groups them.
 func (p *argParser) writeHelp(w io.Writer, summary string) {
-	fmt.Fprintf(w, "usage: %s [options]\n\n%s\n", p.prog, summary)
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace(p.prog+" [options] "+p.usageArgs), summary)
 	var groups []string
 	byGroup := map[string][]*option{}
 	for _, o := range p.options {

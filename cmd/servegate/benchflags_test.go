@@ -173,7 +173,7 @@ func TestSamplingNeedsOpenAIBackend(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"bench", "sim", "gate"} {
+	for _, cmd := range []string{"bench", "sim", "gate", "report"} {
 		t.Run(cmd, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			require.Equal(t, 0, run(context.Background(), []string{cmd, "--help"}, &stdout, &stderr))
@@ -182,7 +182,7 @@ func TestHelp(t *testing.T) {
 	}
 	var stdout bytes.Buffer
 	require.Equal(t, 0, run(context.Background(), []string{"--help"}, &stdout, &bytes.Buffer{}))
-	for _, cmd := range []string{"bench", "sim", "gate"} {
+	for _, cmd := range []string{"bench", "sim", "gate", "report"} {
 		assert.Contains(t, stdout.String(), "\n  "+cmd+" ")
 	}
 	var stderr bytes.Buffer

@@ -3,6 +3,7 @@
 //	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
 //	servegate sim ...     the vLLM-compatible simulator server
 //	servegate gate ...    compare benchmark results and fail on regressions
+//	servegate report ...  summarise a saved detailed result again
 //
 // Run `servegate <command> --help` for each command's flags.
 package main
@@ -26,6 +27,7 @@ commands:
           same console report), plus --scenario, --target, --report
   sim     run the vLLM-compatible simulator server
   gate    compare base and head benchmark results; fail on a regression
+  report  summarise a saved detailed result again (console, plots, HTML)
 
 Run 'servegate <command> --help' for the flags of a command.
 `
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runSim(ctx, args[1:], stdout, stderr)
 	case "gate":
 		return runGate(ctx, args[1:], stdout, stderr)
+	case "report":
+		return runReport(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "servegate: unknown command %q\n\n%s", args[0], usage)
 	return 2

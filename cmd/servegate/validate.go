@@ -199,25 +199,9 @@ func requestBody(a *benchArgs, pooling bool) (map[string]any, error) {
 // validateServegate checks what vLLM would only notice later (or never):
 // metric names, percentiles, and servegate's own flags.
 func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
-	metrics := "ttft,tpot,itl"
-	if plan.Pooling {
-		metrics = "e2el"
-	}
-	if a.PercentileMetrics != nil {
-		metrics = *a.PercentileMetrics
-	}
-	for _, m := range strings.Split(metrics, ",") {
-		if !contains([]string{"ttft", "tpot", "itl", "e2el"}, m) {
-			return fmt.Errorf(`--percentile-metrics: unknown metric %q; allowed metric names are "ttft", "tpot", "itl", "e2el"`, m)
-		}
-		plan.PercentileMetrics = append(plan.PercentileMetrics, m)
-	}
-	for _, s := range strings.Split(a.MetricPercentiles, ",") {
-		v, err := parseFloat(s)
-		if err != nil || v < 0 || v > 100 || math.IsNaN(v) {
-			return fmt.Errorf("--metric-percentiles: %q is not a percentile between 0 and 100", s)
-		}
-		plan.Percentiles = append(plan.Percentiles, v)
+	var err error
+	if plan.PercentileMetrics, plan.Percentiles, err = parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, plan.Pooling); err != nil {
+		return err
 	}
 	if !contains(dataset.Names, a.DatasetName) {
 		return fmt.Errorf("--dataset-name %s: not implemented in servegate (supported: %s)", a.DatasetName, strings.Join(dataset.Names, ", "))
@@ -247,4 +231,32 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 		return fmt.Errorf("--target %s starts its own server: do not give --base-url, --host or --port", a.Target)
 	}
 	return nil
+}
+
+// parsePercentileFlags reads --percentile-metrics (nil means vLLM's
+// default for the task) and --metric-percentiles.
+func parsePercentileFlags(metricsFlag *string, percentilesFlag string, pooling bool) ([]string, []float64, error) {
+	list := "ttft,tpot,itl"
+	if pooling {
+		list = "e2el"
+	}
+	if metricsFlag != nil {
+		list = *metricsFlag
+	}
+	var names []string
+	for _, m := range strings.Split(list, ",") {
+		if !contains([]string{"ttft", "tpot", "itl", "e2el"}, m) {
+			return nil, nil, fmt.Errorf(`--percentile-metrics: unknown metric %q; allowed metric names are "ttft", "tpot", "itl", "e2el"`, m)
+		}
+		names = append(names, m)
+	}
+	var ps []float64
+	for _, s := range strings.Split(percentilesFlag, ",") {
+		v, err := parseFloat(s)
+		if err != nil || v < 0 || v > 100 || math.IsNaN(v) {
+			return nil, nil, fmt.Errorf("--metric-percentiles: %q is not a percentile between 0 and 100", s)
+		}
+		ps = append(ps, v)
+	}
+	return names, ps, nil
 }
