@@ -14,10 +14,11 @@ import (
 	"github.com/servegate/servegate/benchtest/report"
 )
 
-const reportSummary = `Summarise a saved run again: read a result file that servegate bench (or
-vllm bench serve) wrote with --save-detailed, print the plots and the
-console block, and optionally write the HTML report. Percentiles and
-goodput SLOs may differ from the run's.`
+const reportSummary = `Summarise a saved run again: read a result file that servegate bench wrote
+with --save-detailed, print the plots and the console block, and
+optionally write the HTML report. Percentiles and goodput SLOs may differ
+from the run's. (vllm bench serve's own files lack the per-request start
+times this needs.)`
 
 // reportArgs are the flags of servegate report.
 type reportArgs struct {
