@@ -221,7 +221,10 @@ func (p *argParser) parse(args []string) error {
 			continue
 		}
 		name, inline, hasInline := strings.Cut(arg[2:], "=")
-		o := p.byName[strings.ReplaceAll(name, "_", "-")]
+		o, err := p.lookup(strings.ReplaceAll(name, "_", "-"))
+		if err != nil {
+			return err
+		}
 		if o == nil {
 			unknown = append(unknown, arg)
 			continue
@@ -265,6 +268,27 @@ func (p *argParser) parse(args []string) error {
 		return usagef("unrecognized arguments: %s", strings.Join(unknown, " "))
 	}
 	return nil
+}
+
+// lookup finds an option by name or, as argparse allows, by a prefix that
+// only one option name starts with.
+func (p *argParser) lookup(name string) (*option, error) {
+	if o := p.byName[name]; o != nil {
+		return o, nil
+	}
+	var matches []string
+	for _, o := range p.options {
+		if name != "" && strings.HasPrefix(o.name, name) {
+			matches = append(matches, "--"+o.name)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, nil
+	case 1:
+		return p.byName[matches[0][2:]], nil
+	}
+	return nil, usagef("ambiguous option: --%s could match %s", name, strings.Join(matches, ", "))
 }
 
 // checkRequired reports the required options that were not given, as

@@ -58,6 +58,11 @@ func TestParseBenchValues(t *testing.T) {
 	assert.Equal(t, 0.5, a.Burstiness)
 	assert.Equal(t, 8, *a.MaxConcurrency)
 	assert.Equal(t, 7, a.NumPrompts, "underscores spell the same flag")
+	a2, _, _, err := parseBench(strings.Fields("--mod m --num-prom 3 --random-out 9"))
+	require.NoError(t, err)
+	assert.Equal(t, "m", a2.Model, "a unique prefix names its option, as argparse allows")
+	assert.Equal(t, 3, a2.NumPrompts)
+	assert.Equal(t, 9, a2.RandomOutputLen)
 	assert.Equal(t, -3, a.Seed, "negative numbers are values, not flags")
 	assert.Equal(t, []string{"a", "b"}, a.LoRAModules)
 	assert.Equal(t, 64, *a.SharegptOutputLen)
@@ -106,6 +111,7 @@ func TestParseBenchErrors(t *testing.T) {
 	}{
 		{"missing model", "", 2, "the following arguments are required: --model"},
 		{"unknown flag", "--model m --bogus 1", 2, "unrecognized arguments: --bogus 1"},
+		{"ambiguous prefix", "--model m --random 5", 2, "ambiguous option: --random could match --random-input-len, --random-output-len,"},
 		{"positional", "--model m extra", 2, "unrecognized arguments: extra"},
 		{"bad int", "--model m --num-prompts ten", 2, "argument --num-prompts: invalid int value: 'ten'"},
 		{"bad float", "--model m --request-rate fast", 2, "argument --request-rate: invalid float value: 'fast'"},

@@ -20,16 +20,26 @@ import (
 // no vLLM flag expresses (max_duration, trace replay, simulator profile and
 // knobs, SLO bounds) travel beside the flags in the benchRun.
 
-// scenarioFlag returns the --scenario value of a command line.
+// scenarioFlag returns the --scenario value of a command line (spelled in
+// any way the parser accepts: --scenario=F, an unambiguous prefix, ...).
 func scenarioFlag(args []string) (string, bool) {
+	p := newBenchParser(&benchArgs{})
 	for i, a := range args {
-		switch {
-		case a == "--":
+		if a == "--" {
 			return "", false
-		case a == "--scenario" && i+1 < len(args):
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, val, inline := strings.Cut(a[2:], "=")
+		if o, err := p.lookup(strings.ReplaceAll(name, "_", "-")); err != nil || o == nil || o.name != "scenario" {
+			continue
+		}
+		if inline {
+			return val, true
+		}
+		if i+1 < len(args) {
 			return args[i+1], true
-		case strings.HasPrefix(a, "--scenario="):
-			return strings.TrimPrefix(a, "--scenario="), true
 		}
 	}
 	return "", false

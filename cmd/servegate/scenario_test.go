@@ -92,6 +92,8 @@ func TestScenarioFlag(t *testing.T) {
 		{[]string{"--scenario", "a.yaml"}, "a.yaml", true},
 		{[]string{"--model", "m", "--scenario=b.yaml"}, "b.yaml", true},
 		{[]string{"--model", "m"}, "", false},
+		{[]string{"--scen", "d.yaml"}, "d.yaml", true},
+		{[]string{"--model", "--scenario"}, "", false},
 		{[]string{"--", "--scenario", "c.yaml"}, "", false},
 	} {
 		got, ok := scenarioFlag(tc.args)
