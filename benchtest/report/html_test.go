@@ -163,3 +163,19 @@ func TestPercentileOf(t *testing.T) {
 	assert.InDelta(t, 3.97, percentileOf(s, 99), 1e-12)
 	assert.Equal(t, 4.0, percentileOf(s, 100))
 }
+
+// BenchmarkWriteHTMLReport renders the report of a 10,000-request run and
+// reports the page size.
+func BenchmarkWriteHTMLReport(b *testing.B) {
+	r := sampleHTMLReport()
+	r.Records = sampleRun(10000, 50)
+	var size int
+	for b.Loop() {
+		var buf bytes.Buffer
+		if err := WriteHTMLReport(&buf, r); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size)/1024, "KiB/page")
+}
