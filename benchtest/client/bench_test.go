@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,9 +19,9 @@ import (
 func renderStream(n int) []byte {
 	var b bytes.Buffer
 	for i := range n {
-		fmt.Fprintf(&b, `data: {"id":"cmpl-5d3c1f0e9b7a4c2e8f6a1b3c5d7e9f01","object":"text_completion","created":1764412800,"model":"meta-llama/Llama-3.2-1B-Instruct","choices":[{"index":0,"text":" tok%d","logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"usage":null}`+"\n\n", i%1000)
+		fmt.Fprintf(&b, `data: {"id":"cmpl-5d3c1f0e9b7a4c2e8f6a1b3c5d7e9f01","object":"text_completion","created":1764412800,"model":"meta-llama/Llama-3.2-1B-Instruct","choices":[{"index":0,"text":" tok%d","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}],"usage":null}`+"\n\n", i%1000)
 	}
-	fmt.Fprintf(&b, `data: {"id":"cmpl-5d3c1f0e9b7a4c2e8f6a1b3c5d7e9f01","object":"text_completion","created":1764412800,"model":"meta-llama/Llama-3.2-1B-Instruct","choices":[],"usage":{"prompt_tokens":12,"total_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":null}}`+"\n\n", 12+n, n)
+	fmt.Fprintf(&b, `data: {"id":"cmpl-5d3c1f0e9b7a4c2e8f6a1b3c5d7e9f01","object":"text_completion","created":1764412800,"model":"meta-llama/Llama-3.2-1B-Instruct","choices":[],"usage":{"prompt_tokens":12,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", 12+n, n)
 	b.WriteString("data: [DONE]\n\n")
 	return b.Bytes()
 }
@@ -78,67 +76,6 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/chunk")
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/chunk")
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/chunk")
-		})
-	}
-}
-
-// BenchmarkIngestHTTP runs 32 concurrent streams of 512 chunks from an
-// in-process server that writes pre-rendered vLLM chunks as fast as it
-// can, and reports the chunks per second the clients take in and the
-// process CPU per chunk (server, HTTP and client together, since they
-// share the process). With flush=chunk the server flushes every event (a
-// chunk per TCP segment, as a server streaming tokens does); with
-// flush=none it writes the whole stream at once, so the per-chunk cost
-// left is mostly the client's.
-func BenchmarkIngestHTTP(b *testing.B) {
-	const chunks, streams = 512, 32
-	body := renderStream(chunks)
-	for _, perChunk := range []bool{true, false} {
-		name := "flush=none"
-		if perChunk {
-			name = "flush=chunk"
-		}
-		b.Run(name, func(b *testing.B) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				if !perChunk {
-					_, _ = w.Write(body)
-					return
-				}
-				f := w.(http.Flusher)
-				rest := body
-				for len(rest) > 0 {
-					i := bytes.Index(rest, []byte("\n\n")) + 2
-					_, _ = w.Write(rest[:i])
-					f.Flush()
-					rest = rest[i:]
-				}
-			}))
-			defer srv.Close()
-			c := newClient(BackendOpenAI, srv.URL)
-			c.HTTP = NewHTTPClient(streams)
-			b.ReportAllocs()
-			start := time.Now()
-			cpu0 := cpuTime()
-			total := 0
-			for b.Loop() {
-				var wg sync.WaitGroup
-				for range streams {
-					wg.Go(func() {
-						rec := c.Do(context.Background(), Request{Prompt: "hi", OutputLen: chunks})
-						if !rec.Success || rec.OutputTokens != chunks {
-							b.Errorf("stream failed: %s", rec.Error)
-						}
-					})
-				}
-				wg.Wait()
-				total += streams * chunks
-			}
-			el := time.Since(start)
-			cpu := cpuTime() - cpu0
-			b.ReportMetric(float64(total)/el.Seconds(), "chunks/s")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "proc-cpu-ns/chunk")
 		})
 	}
 }

@@ -129,7 +129,7 @@ func TestRunRecordsEverySample(t *testing.T) {
 		if !r.Success {
 			t.Fatalf("record %d failed: %s", i, r.Error)
 		}
-		if r.RequestID != fmt.Sprintf("t-%d", i) || r.PromptLen != 10+i || r.OutputTokens != 10 {
+		if r.RequestID != fmt.Sprintf("t-%d", i) || r.PromptLen != 10+i || r.OutputTokens != 8 {
 			t.Errorf("record %d: id %q prompt %d tokens %d", i, r.RequestID, r.PromptLen, r.OutputTokens)
 		}
 		if r.Dispatched < r.Scheduled || r.Start < r.Dispatched {
@@ -149,7 +149,7 @@ func TestRunRecordsEverySample(t *testing.T) {
 		t.Errorf("last request scheduled at %v, want N/rate = 80ms", got)
 	}
 	s := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
-	if s.Completed != 40 || s.TotalOutput != 400 {
+	if s.Completed != 40 || s.TotalOutput != 320 {
 		t.Errorf("summary completed %d output %d", s.Completed, s.TotalOutput)
 	}
 	if _, ok := s.Value("p99_ttft_ms"); !ok {

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/metrics"
+)
+
+// This file holds what happens around the measured run: the LoRA choice,
+// warm-ups, the readiness wait and the profiler calls.
+
+// loraChoices picks a LoRA module for each of n requests ("" without
+// modules), seeded from the run's seed.
+func (cfg *Config) loraChoices(n int) []string {
+	out := make([]string, n)
+	if len(cfg.LoRAModules) == 0 {
+		return out
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x10a))
+	for i := range out {
+		out[i] = cfg.LoRAModules[rng.IntN(len(cfg.LoRAModules))]
+	}
+	return out
+}
+
+// warmUp sends n copies of req, at most limit at a time (0: no limit),
+// and returns their records.
+func warmUp(ctx context.Context, c *client.Client, req client.Request, n, limit int) []metrics.Record {
+	if n <= 0 {
+		return nil
+	}
+	if limit <= 0 {
+		limit = n
+	}
+	recs := make([]metrics.Record, n)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			recs[i] = c.Do(ctx, req)
+		})
+	}
+	wg.Wait()
+	return recs
+}
+
+// waitReady sends req until it succeeds, every interval, for at most
+// timeout, like vLLM's wait_for_endpoint; unlike it, a 4xx answer (other
+// than 408 and 429) stops at once with the server's message, since
+// retrying a bad request for ten minutes helps nobody.
+func waitReady(ctx context.Context, c *client.Client, req client.Request, timeout, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last metrics.Record
+	for {
+		last = c.Do(ctx, req)
+		if last.Success {
+			return nil
+		}
+		if s := last.HTTPStatus; s >= 400 && s < 500 && s != 408 && s != 429 {
+			return fmt.Errorf("initial test request failed, check the benchmark arguments: %s", last.Error)
+		}
+		timer := time.NewTimer(interval)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			if last.Failure == metrics.FailureCanceled || last.Error == "" {
+				return fmt.Errorf("endpoint not ready after %v: %w", timeout, ctx.Err())
+			}
+			return fmt.Errorf("endpoint not ready after %v: %s", timeout, last.Error)
+		}
+	}
+}
+
+// profile POSTs to one of vLLM's profiler endpoints.
+func profile(ctx context.Context, h *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	resp, err := h.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("profile: %s answered %s", url, resp.Status)
+	}
+	return nil
+}
