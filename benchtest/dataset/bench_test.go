@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/servegate/servegate/fixtures"
@@ -29,4 +31,32 @@ func BenchmarkRandom10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "prompts/s")
 	b.ReportMetric(float64(exact)/float64(total), "exact-ratio")
+}
+
+// BenchmarkShareGPT loads 1,000 samples from a generated ShareGPT file of
+// 20,000 conversations (about 12 MB) on the Llama-3 tokenizer: parse,
+// shuffle, tokenize and filter.
+func BenchmarkShareGPT(b *testing.B) {
+	tok := loadTokenizer(b, fixtures.Llama3)
+	var sb strings.Builder
+	sb.WriteString("[\n")
+	for i := range 20000 {
+		if i > 0 {
+			sb.WriteString(",\n")
+		}
+		fmt.Fprintf(&sb, `{"id": "c%d", "conversations": [{"from": "human", "value": %q}, {"from": "gpt", "value": %q}]}`,
+			i, strings.Repeat(fmt.Sprintf("Question %d about rivers and mountains? ", i), 1+i%12),
+			strings.Repeat(fmt.Sprintf("Answer %d: the river flows to the sea past the hills. ", i), 2+i%20))
+	}
+	sb.WriteString("\n]\n")
+	path := writeTemp(b, "sharegpt.json", sb.String())
+	spec := Spec{Name: ShareGPT, Path: path, NumPrompts: 1000}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := Load(context.Background(), spec, tok)
+		if err != nil || len(got) != 1000 {
+			b.Fatal(err, len(got))
+		}
+	}
+	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "samples/s")
 }

@@ -155,7 +155,7 @@ func loadBurstGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Samp
 		}
 		samples[i] = Sample{Prompt: g.decode(ids), PromptLen: r.input, OutputLen: r.output, RequestID: s.RequestIDPrefix + strconv.Itoa(i)}
 		if s.TraceReplay {
-			samples[i].Arrival, samples[i].HasArrival = arrival(r.ts, picked[0].ts, s.TraceSpeed), true
+			samples[i].Arrival, samples[i].HasArrival = arrival(r.ts, picked[0].ts), true
 		}
 	}); err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/servegate/servegate/benchtest/tokenizer"
 )
 
 // A TokenizerConfig is the part of a model's tokenizer_config.json that
@@ -76,17 +78,22 @@ func ReadTokenizerConfig(path string) (*TokenizerConfig, error) {
 }
 
 // configBeside reads tokenizer_config.json from the directory of a tokenizer
-// file; it returns nil when the tokenizer was not loaded from a file or there
-// is no config beside it.
-func configBeside(tokenizerPath string) (*TokenizerConfig, error) {
-	if st, err := os.Stat(tokenizerPath); err != nil || st.IsDir() {
+// file. A tokenizer loaded by hub model id is looked up in the local Hugging
+// Face cache (the default Hub), whose snapshot holds the config when a
+// Hugging Face tool downloaded the model. It returns nil when there is no
+// config to find.
+func configBeside(name string) (*TokenizerConfig, error) {
+	path := name
+	if st, err := os.Stat(name); err != nil || st.IsDir() {
+		if path, err = (tokenizer.Hub{}).Locate(name); err != nil {
+			return nil, nil
+		}
+	}
+	cfg := filepath.Join(filepath.Dir(path), "tokenizer_config.json")
+	if _, err := os.Stat(cfg); err != nil {
 		return nil, nil
 	}
-	path := filepath.Join(filepath.Dir(tokenizerPath), "tokenizer_config.json")
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil
-	}
-	return ReadTokenizerConfig(path)
+	return ReadTokenizerConfig(cfg)
 }
 
 // tokenText reads a special token written either as a string or as an

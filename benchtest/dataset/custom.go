@@ -118,10 +118,9 @@ func arrange(s Spec, path string, rows []row) error {
 	return nil
 }
 
-// arrival is a trace time as an offset from the trace's first request,
-// divided by the replay speed.
-func arrival(ts, first, speed float64) time.Duration {
-	return time.Duration((ts - first) / speed * float64(time.Second))
+// arrival is a trace time as an offset from the trace's first request.
+func arrival(ts, first float64) time.Duration {
+	return time.Duration((ts - first) * float64(time.Second))
 }
 
 // loadCustom builds the custom dataset (vLLM's CustomDataset).
@@ -175,7 +174,7 @@ func promptRows(ctx context.Context, s Spec, tok *tokenizer.Tokenizer, path stri
 			x.OutputLen = r.outputLen
 		}
 		if s.TraceReplay {
-			x.Arrival, x.HasArrival = arrival(r.ts, rows[0].ts, s.TraceSpeed), true
+			x.Arrival, x.HasArrival = arrival(r.ts, rows[0].ts), true
 		}
 		samples = append(samples, x)
 	}

@@ -115,16 +115,12 @@ func TestCustomOptions(t *testing.T) {
 
 func TestCustomTrace(t *testing.T) {
 	tok := loadTokenizer(t, fixtures.Llama3)
-	for _, tt := range []struct {
-		speed float64
-		want  []time.Duration
-	}{
-		{0, []time.Duration{0, 500 * time.Millisecond, time.Second, 3250 * time.Millisecond, 5 * time.Second}},
-		{2, []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond, 1625 * time.Millisecond, 2500 * time.Millisecond}},
-	} {
+	want := []time.Duration{0, 500 * time.Millisecond, time.Second, 3250 * time.Millisecond, 5 * time.Second}
+	// Arrivals are trace time whatever TraceSpeed says: the engine scales.
+	for _, speed := range []float64{0, 2} {
 		got, err := Load(context.Background(), Spec{
 			Name: Custom, Path: fixture("custom_trace.jsonl"), SkipChatTemplate: true,
-			TraceReplay: true, TraceSpeed: tt.speed, NumPrompts: 100,
+			TraceReplay: true, TraceSpeed: speed, NumPrompts: 100,
 		}, tok)
 		require.NoError(t, err)
 		require.Len(t, got, 5, "a trace is never oversampled")
@@ -133,7 +129,7 @@ func TestCustomTrace(t *testing.T) {
 			assert.True(t, s.HasArrival)
 			arrivals = append(arrivals, s.Arrival)
 		}
-		assert.Equal(t, tt.want, arrivals, "speed %v", tt.speed)
+		assert.Equal(t, want, arrivals, "speed %v", speed)
 		assert.Equal(t, "Third in time, fourth in the file.", got[2].Prompt)
 		assert.Equal(t, []int{16, 32, 256, 256, 256}, []int{got[0].OutputLen, got[1].OutputLen, got[2].OutputLen, got[3].OutputLen, got[4].OutputLen})
 	}
@@ -202,4 +198,25 @@ func copyFile(t *testing.T, from, to string) {
 	b, err := os.ReadFile(from)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o644))
+}
+
+// TestConfigFromHubCache loads a tokenizer by model id from a Hugging Face
+// cache laid out on disk and finds the chat template in its snapshot.
+func TestConfigFromHubCache(t *testing.T) {
+	cache := t.TempDir()
+	snap := filepath.Join(cache, "models--acme--tiny-chat", "snapshots", "abc123")
+	require.NoError(t, os.MkdirAll(snap, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(cache, "models--acme--tiny-chat", "refs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "models--acme--tiny-chat", "refs", "main"), []byte("abc123"), 0o644))
+	copyFile(t, fixtures.Tokenizer(t, fixtures.Llama3), filepath.Join(snap, "tokenizer.json"))
+	mod, err := fixtures.TokenizersModuleDir()
+	require.NoError(t, err)
+	copyFile(t, filepath.Join(mod, "test", "data", "meta-llama-3-8b-instruct", "tokenizer_config.json"), filepath.Join(snap, "tokenizer_config.json"))
+	t.Setenv("HF_HUB_CACHE", cache)
+	tok, err := tokenizer.FromPretrained(context.Background(), "acme/tiny-chat", tokenizer.Hub{})
+	require.NoError(t, err)
+	defer tok.Close()
+	got, err := Load(context.Background(), Spec{Name: Custom, Path: fixture("custom.jsonl"), NumPrompts: 1, DisableShuffle: true}, tok)
+	require.NoError(t, err)
+	assert.Equal(t, 18, got[0].PromptLen)
 }

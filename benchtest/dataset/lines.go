@@ -1,38 +1,24 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 )
 
-// lineIndex maps byte offsets in a file to 1-based line numbers.
-type lineIndex struct {
-	data   []byte
-	starts []int
-}
-
-func newLineIndex(data []byte) lineIndex {
-	starts := []int{0}
-	for i, b := range data {
-		if b == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return lineIndex{data: data, starts: starts}
-}
-
-// at returns the line holding byte offset off.
-func (l lineIndex) at(off int64) int {
-	return sort.Search(len(l.starts), func(i int) bool { return int64(l.starts[i]) > off })
+// lineAt returns the 1-based line holding byte offset off of data. It is
+// only called to report an error, so it counts rather than indexes.
+func lineAt(data []byte, off int64) int {
+	off = min(max(off, 0), int64(len(data)))
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
 }
 
 // skipSpace returns the offset of the next byte after off that is neither
 // JSON whitespace nor a comma.
-func (l lineIndex) skipSpace(off int64) int64 {
-	for off < int64(len(l.data)) {
-		switch l.data[off] {
+func skipSpace(data []byte, off int64) int64 {
+	for off < int64(len(data)) {
+		switch data[off] {
 		case ' ', '\t', '\r', '\n', ',':
 			off++
 		default:
@@ -44,12 +30,12 @@ func (l lineIndex) skipSpace(off int64) int64 {
 
 // errLine returns the line of a JSON error in a value that starts at byte
 // offset start: where the syntax error is, else the value's first line.
-func (l lineIndex) errLine(start int64, err error) int {
+func errLine(data []byte, start int64, err error) int {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return l.at(se.Offset - 1) // a Decoder counts from the start of its input
+		return lineAt(data, se.Offset-1) // a Decoder counts from the start of its input
 	}
-	return l.at(start)
+	return lineAt(data, start)
 }
 
 // jsonMsg turns a JSON decoding error into a short message that says what

@@ -147,6 +147,22 @@ func TestSonnet(t *testing.T) {
 	assert.ErrorContains(t, err, "the tokenizer has no chat template, which sonnet needs")
 }
 
+func TestSpecValidation(t *testing.T) {
+	tok := loadTokenizer(t, fixtures.Llama3)
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{NumPrompts: -1}, "load random dataset: num prompts -1 must be positive (only custom and spec_bench take a negative count for every row)"},
+		{Spec{Name: ShareGPT, TraceReplay: true}, `load sharegpt dataset: trace replay needs arrival times, which only burstgpt (Timestamp) and custom ("timestamp") carry`},
+		{Spec{Random: RandomParams{BatchSize: -1}}, "load random dataset: batch size -1 must be at least 1"},
+	}
+	for _, tt := range tests {
+		_, err := Load(context.Background(), tt.spec, tok)
+		assert.EqualError(t, err, tt.want)
+	}
+}
+
 func TestUnknownDataset(t *testing.T) {
 	_, err := Load(context.Background(), Spec{Name: "hf"}, loadTokenizer(t, fixtures.Llama3))
 	assert.EqualError(t, err, `load dataset: unknown dataset "hf" (known: [random random-rerank sharegpt custom spec_bench sonnet burstgpt prefix_repetition])`)

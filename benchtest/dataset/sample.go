@@ -1,4 +1,12 @@
-// Package dataset turns a dataset spec into the samples a benchmark sends.
+// Package dataset turns a dataset spec into the samples a benchmark sends:
+// the datasets of vllm bench serve (v0.13) that work offline — random,
+// random-rerank, sharegpt, custom, spec_bench, sonnet, burstgpt and
+// prefix_repetition — with vLLM's defaults, filters and errors.
+//
+// Load is the one entry point: a plain Spec in, []Sample out. For the same
+// tokenizer, chat template and seed, the samples are the ones vLLM builds,
+// byte for byte (see Spec). Bad input files give one error naming the file,
+// the line and what is wrong (a *FileError in the chain).
 package dataset
 
 import "time"
@@ -14,8 +22,9 @@ type Sample struct {
 	OutputLen int
 	// RequestID is sent as x-request-id and keys the per-request records.
 	RequestID string
-	// Arrival is the offset from the start of the run at which a trace
-	// replays this request; meaningful only when HasArrival is set.
+	// Arrival is the offset from the trace's first request at which this
+	// request was made, in trace time (the engine's TraceSpeed scales it
+	// when replaying); meaningful only when HasArrival is set.
 	Arrival time.Duration
 	// HasArrival says the dataset carries arrival times (trace replay).
 	HasArrival bool

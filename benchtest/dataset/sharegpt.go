@@ -18,11 +18,9 @@ const (
 	maxSequenceLen = 2048 // prompt + output longer than this are dropped
 )
 
-// conversation is one usable ShareGPT entry: its first two turns and the
-// line where the entry starts.
+// conversation is one usable ShareGPT entry: its first two turns.
 type conversation struct {
 	prompt, completion string
-	line               int
 }
 
 // readShareGPT reads a ShareGPT JSON file: an array of objects whose
@@ -34,39 +32,37 @@ func readShareGPT(path string) ([]conversation, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	lines := newLineIndex(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return nil, 0, fileErr(path, lines.at(dec.InputOffset()), "want a JSON array of conversations")
+		return nil, 0, fileErr(path, lineAt(data, dec.InputOffset()), "want a JSON array of conversations")
 	}
 	var convs []conversation
 	total := 0
 	for dec.More() {
-		start := lines.skipSpace(dec.InputOffset())
-		line := lines.at(start)
+		start := skipSpace(data, dec.InputOffset())
 		var entry struct {
-			Conversations *[]map[string]any `json:"conversations"`
+			Conversations *[]struct {
+				Value json.RawMessage `json:"value"`
+			} `json:"conversations"`
 		}
 		if err := dec.Decode(&entry); err != nil {
-			return nil, 0, fileErr(path, lines.errLine(start, err), "entry %d: %v", total, jsonMsg(err))
+			return nil, 0, fileErr(path, errLine(data, start, err), "entry %d: %v", total, jsonMsg(err))
 		}
 		total++
 		if entry.Conversations == nil || len(*entry.Conversations) < 2 {
 			continue
 		}
 		turns := *entry.Conversations
-		var text [2]string
-		for k := range 2 {
-			v, ok := turns[k]["value"].(string)
-			if !ok {
-				return nil, 0, fileErr(path, line, "entry %d: conversations[%d] has no string \"value\"", total-1, k)
+		var c conversation
+		for k, dst := range []*string{&c.prompt, &c.completion} {
+			if err := json.Unmarshal(turns[k].Value, dst); err != nil || turns[k].Value == nil {
+				return nil, 0, fileErr(path, lineAt(data, start), "entry %d: conversations[%d] has no string \"value\"", total-1, k)
 			}
-			text[k] = v
 		}
-		convs = append(convs, conversation{prompt: text[0], completion: text[1], line: line})
+		convs = append(convs, c)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, 0, fileErr(path, lines.at(dec.InputOffset()), "%v", jsonMsg(err))
+		return nil, 0, fileErr(path, lineAt(data, dec.InputOffset()), "%v", jsonMsg(err))
 	}
 	return convs, total, nil
 }

@@ -77,13 +77,15 @@ type Spec struct {
 	// options. When nil, Load reads tokenizer_config.json from the directory
 	// of the tokenizer file, if there is one.
 	TokenizerConfig *TokenizerConfig
-	// TraceReplay makes burstgpt and custom keep the file's order and fill
-	// Sample.Arrival from the trace (BurstGPT's Timestamp column, or a
-	// "timestamp" field in JSONL) so that the engine can replay it. The
-	// first sample arrives at 0. No shuffling or oversampling happens.
+	// TraceReplay makes burstgpt and custom keep the file's order (custom:
+	// sorted by time) and fill Sample.Arrival from the trace (BurstGPT's
+	// Timestamp column in seconds, or a "timestamp" field in JSONL: seconds,
+	// or an RFC 3339 time) so that the engine can replay it. The first
+	// sample arrives at 0. No shuffling or oversampling happens.
 	TraceReplay bool
-	// TraceSpeed divides trace arrival offsets: 2 replays twice as fast.
-	// Default: 1.
+	// Deprecated: TraceSpeed is ignored. Sample.Arrival is trace time and
+	// the engine applies its own TraceSpeed when replaying; scaling here as
+	// well would apply the factor twice.
 	TraceSpeed float64
 
 	Random           RandomParams
@@ -175,9 +177,6 @@ func (s Spec) withDefaults() Spec {
 		s.Name = Random
 	}
 	def(&s.NumPrompts, 1000)
-	if s.TraceSpeed == 0 {
-		s.TraceSpeed = 1
-	}
 	def(&s.Random.InputLen, 1024)
 	def(&s.Random.OutputLen, 128)
 	def(&s.Random.BatchSize, 1)
@@ -200,8 +199,8 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 	if tok == nil {
 		return nil, fmt.Errorf("load %s dataset: no tokenizer", s.Name)
 	}
-	if s.TraceSpeed < 0 {
-		return nil, fmt.Errorf("load %s dataset: trace speed %v must be positive", s.Name, s.TraceSpeed)
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 	}
 	if s.TokenizerConfig == nil {
 		cfg, err := configBeside(tok.Name())
@@ -238,6 +237,19 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 		return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 	}
 	return samples, nil
+}
+
+// validate checks the fields every dataset shares.
+func (s Spec) validate() error {
+	switch {
+	case s.NumPrompts < 0 && s.Name != Custom && s.Name != SpecBench:
+		return fmt.Errorf("num prompts %d must be positive (only custom and spec_bench take a negative count for every row)", s.NumPrompts)
+	case s.TraceReplay && s.Name != Custom && s.Name != BurstGPT:
+		return fmt.Errorf("trace replay needs arrival times, which only burstgpt (Timestamp) and custom (\"timestamp\") carry")
+	case s.Random.BatchSize < 1:
+		return fmt.Errorf("batch size %d must be at least 1", s.Random.BatchSize)
+	}
+	return nil
 }
 
 // openAICompatible are the backends vLLM sends through its OpenAI

@@ -18,6 +18,7 @@ import (
 type vllmSample struct {
 	Prompt    string   `json:"prompt"`
 	Documents []string `json:"documents"`
+	Inputs    []string `json:"inputs"`
 	PromptLen int      `json:"prompt_len"`
 	OutputLen int      `json:"output_len"`
 }
@@ -39,6 +40,8 @@ func TestVLLMParity(t *testing.T) {
 		{"vllm_random_llama3_1024.json", false, Spec{NumPrompts: 3}},
 		{"vllm_random_bert.json", true, Spec{Seed: 3, NumPrompts: 6, TokenizerConfig: &TokenizerConfig{}, Random: RandomParams{InputLen: 40, OutputLen: 10, RangeRatio: 0.3}}},
 		{"vllm_random_rerank_llama3.json", false, Spec{Name: RandomRerank, Seed: 5, NumPrompts: 5, Random: RandomParams{InputLen: 64, BatchSize: 2}}},
+		{"vllm_random_rerank_noreranker_llama3.json", false, Spec{Name: RandomRerank, Seed: 6, NumPrompts: 7, Random: RandomParams{InputLen: 32, BatchSize: 3, NoReranker: true}}},
+		{"vllm_random_batch_llama3.json", false, Spec{Seed: 8, NumPrompts: 7, Random: RandomParams{InputLen: 24, BatchSize: 3}}},
 		{"vllm_prefix_repetition_llama3.json", false, Spec{Name: PrefixRepetition, Seed: 11, NumPrompts: 7, PrefixRepetition: PrefixRepetitionParams{PrefixLen: 12, SuffixLen: 10, NumPrefixes: 3, OutputLen: 7}}},
 		{"vllm_burstgpt_llama3_4.json", false, Spec{Name: BurstGPT, Seed: 2, NumPrompts: 4, Path: fixture("burstgpt.csv")}},
 		{"vllm_burstgpt_llama3_9.json", false, Spec{Name: BurstGPT, Seed: 2, NumPrompts: 9, Path: fixture("burstgpt.csv")}},
@@ -63,7 +66,7 @@ func TestVLLMParity(t *testing.T) {
 			require.NoError(t, err)
 			var have []vllmSample
 			for _, s := range got {
-				have = append(have, vllmSample{Prompt: s.Prompt, Documents: s.Documents, PromptLen: s.PromptLen, OutputLen: s.OutputLen})
+				have = append(have, vllmSample{Prompt: s.Prompt, Documents: s.Documents, Inputs: s.Inputs, PromptLen: s.PromptLen, OutputLen: s.OutputLen})
 			}
 			assert.Equal(t, want, have)
 		})
