@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
+	bench "github.com/servegate/servegate/benchtest/engine"
 	records "github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/fixtures"
 )
@@ -106,6 +109,39 @@ func TestClientPooling(t *testing.T) {
 	rr := newClient(t, client.BackendVLLMRerank, base+"/rerank")
 	rec = rr.Do(context.Background(), client.Request{Prompt: "cats", Documents: []string{"a cat", "a dog"}})
 	require.True(t, rec.Success, rec.Error)
+
+	rr.Headers = map[string]string{FaultHeader: "status=503"}
+	rec = rr.Do(context.Background(), client.Request{Prompt: "cats", Documents: []string{"a cat"}})
+	require.Equal(t, records.FailureHTTPStatus, rec.Failure)
+	require.Equal(t, 503, rec.HTTPStatus)
 }
 
 func ptrParams(p Params) *Params { return &p }
+
+// TestEngineWaitsForSlowStart: the engine's readiness wait rides out the
+// simulator's startup delay (503s), then every request succeeds; a wait
+// shorter than the delay fails the run with the server's message.
+func TestEngineWaitsForSlowStart(t *testing.T) {
+	p := testParams()
+	p.StartupDelayMS = 600
+	tk := realTokenizer(t, fixtures.Llama3)
+	samples := make([]dataset.Sample, 4)
+	for i := range samples {
+		samples[i] = dataset.Sample{Prompt: "Hello there", PromptLen: 3, OutputLen: 4, RequestID: fmt.Sprint("slow-", i)}
+	}
+	cfg := bench.Config{Model: "sim-test", Tokenizer: tk, IgnoreEOS: true, ReadyInterval: 50 * time.Millisecond}
+
+	_, base := start(t, Config{Params: &p})
+	cfg.BaseURL, cfg.ReadyTimeout = base, 100*time.Millisecond
+	_, err := bench.Run(context.Background(), cfg, samples)
+	require.ErrorContains(t, err, "The server is starting up.")
+
+	_, base = start(t, Config{Params: &p})
+	cfg.BaseURL, cfg.ReadyTimeout = base, 30*time.Second
+	res, err := bench.Run(context.Background(), cfg, samples)
+	require.NoError(t, err)
+	for _, r := range res.Records {
+		require.True(t, r.Success, r.Error)
+		require.Equal(t, 4, r.OutputTokens)
+	}
+}

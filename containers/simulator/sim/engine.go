@@ -149,6 +149,7 @@ func (e *engine) drainInbox() {
 		e.running = remove(e.running, s)
 		e.free(s)
 		s.state = seqDone
+		s.drop()
 		s.deliver(nil, time.Now(), "abort")
 	}
 }
@@ -310,23 +311,25 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			continue
 		}
 		if s.pooling {
-			e.metrics.pooled(len(s.prompt))
+			e.metrics.pooled(s.promptLen)
 			s.state = seqDone
 			e.running = remove(e.running, s)
 			e.free(s)
+			s.drop()
 			s.deliver(nil, at, "stop")
 			continue
 		}
 		tok := s.gen.next()
 		s.output = append(s.output, tok)
 		finish := ""
+		e.metrics.generated(len(s.output) == 1, s.promptLen)
 		if len(s.output) >= s.maxTokens {
 			finish = s.stopAt
 			s.state = seqDone
 			e.running = remove(e.running, s)
 			e.free(s)
+			s.drop()
 		}
-		e.metrics.generated(len(s.output) == 1, len(s.prompt))
 		s.deliver([]int{tok}, at, finish)
 	}
 	e.mu.Lock()

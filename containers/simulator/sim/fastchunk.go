@@ -61,7 +61,7 @@ func (c *chunkWriter) chunk(text, finish string, sent int) []byte {
 		return append(b, '}')
 	}
 	if c.chat {
-		b = append(b, `},"logprobs":null,"finish_reason":`...)
+		b = append(b, `,"reasoning_content":null},"logprobs":null,"finish_reason":`...)
 		b = fr(b)
 		if finish != "" {
 			b = append(b, `,"stop_reason":null`...)

@@ -81,12 +81,12 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 	}
 	w.Header().Set("X-Request-Id", j.rid)
 	if j.fault.status != 0 {
-		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, prompt: j.prompt}, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
+		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
 		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
 		return
 	}
 	sq := &seq{
-		id: j.rid, prompt: j.prompt, maxTokens: j.maxTokens, stopAt: j.stopAt,
+		id: j.rid, prompt: j.prompt, promptLen: len(j.prompt), maxTokens: j.maxTokens, stopAt: j.stopAt,
 		gen: s.vocab.stream(j.seed), arrival: arrival, notify: make(chan struct{}, 1),
 	}
 	s.truth.add(&seqRecord{s: sq, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
@@ -97,7 +97,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		t.TokenTimes = append([]time.Duration(nil), t.TokenTimes...)
 		reason := sq.finish
 		sq.mu.Unlock()
-		s.metrics.finished(&t, len(sq.prompt), reason)
+		s.metrics.finished(&t, sq.promptLen, reason)
 	}()
 	if j.stream {
 		s.stream(w, r, j, sq)
@@ -111,7 +111,9 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	var req genRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, bad(http.StatusBadRequest, "invalid JSON body: %v", err)
+		e := newError(http.StatusBadRequest, "invalid JSON body: %v", err)
+		e.Error.Type = "Bad Request" // FastAPI's validation error, as vLLM reports it
+		return nil, &badRequest{e}
 	}
 	if req.Model != "" && req.Model != s.p.Model {
 		return nil, &badRequest{modelNotFound(req.Model)}
@@ -208,27 +210,33 @@ func (s *Server) chatPrompt(msgs []chatInMessage) ([]int, error) {
 func (s *Server) setLength(j *job, req *genRequest) error {
 	n := len(j.prompt)
 	maxLen := s.p.MaxModelLen
-	if n >= maxLen {
-		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, n)
-	}
 	want := req.MaxTokens
 	if j.chat && req.MaxCompletionTokens != nil {
 		want = req.MaxCompletionTokens
 	}
+	if want != nil && *want < 1 {
+		return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", *want)
+	}
 	var mt int
 	switch {
-	case want == nil && !j.chat:
-		// vLLM's CompletionRequest defaults max_tokens to 16, as OpenAI does.
-		mt = min(16, maxLen-n)
+	case !j.chat:
+		// vLLM's CompletionRequest defaults max_tokens to 16, as OpenAI
+		// does, and checks the prompt against what the output leaves.
+		mt = 16
+		if want != nil {
+			mt = *want
+		}
+		if n > maxLen-mt {
+			return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen-mt, n)
+		}
+	case n >= maxLen:
+		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", maxLen, n)
 	case want == nil:
 		mt = min(s.p.DefaultMaxTokens, maxLen-n)
 	default:
 		mt = *want
-		if mt < 1 {
-			return bad(http.StatusBadRequest, "max_tokens must be at least 1, got %d.", mt)
-		}
 		if n+mt > maxLen {
-			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", mt, maxLen, n, mt, maxLen, n)
+			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d). None", mt, maxLen, n, mt, maxLen, n)
 		}
 	}
 	key := j.rid

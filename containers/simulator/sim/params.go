@@ -61,7 +61,8 @@ type Params struct {
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
 	EmbeddingDim int `yaml:"embedding_dim"`
 
-	// StartupDelayMS makes /health answer 503 for this long after start.
+	// StartupDelayMS makes /health and the API answer 503 for this long
+	// after start, like a server still loading its model.
 	StartupDelayMS float64 `yaml:"startup_delay_ms"`
 	// FaultRate429, FaultRate500 and FaultRate503 are the fractions of
 	// generation requests answered with that HTTP status.

@@ -114,13 +114,23 @@ func (s *Server) embeddingInputs(raw json.RawMessage) ([][]int, error) {
 }
 
 // pool runs a prefill-only sequence through the engine; false means the
-// response was already written or the client left.
+// response was already written or the client left. Of the faults, only an
+// HTTP status applies to pooling requests.
 func (s *Server) pool(w http.ResponseWriter, r *http.Request, rid string, arrival time.Time, tokens []int) bool {
+	f, err := parseFault(r.Header.Get(FaultHeader))
+	if err != nil {
+		writeError(w, newError(http.StatusBadRequest, "%v", err))
+		return false
+	}
+	if f = s.p.drawFault(f, rid); f.status != 0 {
+		writeError(w, newError(f.status, "%s", faultMessage(f.status)))
+		return false
+	}
 	if len(tokens) >= s.p.MaxModelLen {
 		writeError(w, newError(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input.", s.p.MaxModelLen, len(tokens)))
 		return false
 	}
-	sq := &seq{id: rid, prompt: tokens, pooling: true, arrival: arrival, notify: make(chan struct{}, 1)}
+	sq := &seq{id: rid, prompt: tokens, promptLen: len(tokens), pooling: true, arrival: arrival, notify: make(chan struct{}, 1)}
 	s.truth.add(&seqRecord{s: sq, endpoint: r.URL.Path, wall: arrival})
 	s.eng.submit(sq)
 	for {

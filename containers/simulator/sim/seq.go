@@ -10,6 +10,7 @@ import (
 // handler that streams the output.
 type seq struct {
 	id        string
+	promptLen int // len(prompt), kept after the engine drops the tokens
 	prompt    []int
 	output    []int
 	maxTokens int    // output length at which the sequence stops
@@ -43,6 +44,12 @@ const (
 )
 
 func (s *seq) numTokens() int { return len(s.prompt) + len(s.output) }
+
+// drop releases the token slices of a finished sequence (engine only), so
+// that the ground truth of many requests stays small.
+func (s *seq) drop() {
+	s.prompt, s.output, s.hashes, s.blocks, s.gen = nil, nil, nil, nil, nil
+}
 
 // token returns the i-th token of prompt+output.
 func (s *seq) token(i int) int {

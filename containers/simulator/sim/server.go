@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -39,8 +40,8 @@ type Config struct {
 	// Tokenizer counts prompt tokens and spells the output. Nil means a
 	// built-in word tokenizer whose counts only approximate a real one's.
 	Tokenizer Tokenizer
-	// TruthLimit is how many recent requests keep their ground truth.
-	// Default 100000.
+	// TruthLimit is how many recent requests keep their ground truth
+	// (a few kB each). Default 10000.
 	TruthLimit int
 }
 
@@ -99,7 +100,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	limit := cfg.TruthLimit
 	if limit <= 0 {
-		limit = 100000
+		limit = 10000
 	}
 	m := newMetrics(p.Model, p.MaxModelLen)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -129,8 +130,21 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// ServeHTTP serves the simulator's endpoints.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the simulator's endpoints. During the startup delay
+// every endpoint but /metrics, /version and /debug/ answers 503, like a
+// server still loading its model.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.starting() && r.URL.Path != "/metrics" && r.URL.Path != "/version" && !strings.HasPrefix(r.URL.Path, "/debug/") {
+		writeError(w, newError(http.StatusServiceUnavailable, "The server is starting up."))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// starting reports whether the startup delay is still running.
+func (s *Server) starting() bool {
+	return time.Since(s.started) < time.Duration(s.p.StartupDelayMS*float64(time.Millisecond))
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
@@ -142,6 +156,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v2/rerank", s.handleRerank)
 	m.HandleFunc("GET /v1/models", s.handleModels)
 	m.HandleFunc("GET /health", s.handleHealth)
+	m.HandleFunc("GET /ping", s.handleHealth)
+	m.HandleFunc("POST /ping", s.handleHealth)
 	m.HandleFunc("GET /version", s.handleVersion)
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /debug/requests/{id}", s.handleTruth)
@@ -152,10 +168,6 @@ func (s *Server) routes() {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if time.Since(s.started) < time.Duration(s.p.StartupDelayMS*float64(time.Millisecond)) {
-		writeError(w, newError(http.StatusServiceUnavailable, "The server is starting up."))
-		return
-	}
 	w.WriteHeader(http.StatusOK)
 }
 

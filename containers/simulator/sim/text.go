@@ -54,7 +54,7 @@ func scanVocab(tk Tokenizer) *vocab {
 		if !strings.HasPrefix(t, " ") {
 			t = " " + t
 		}
-		if !wordRe.MatchString(t) {
+		if !wordRe.MatchString(t) || offensive(t) {
 			continue
 		}
 		if enc := tk.Encode(t, false); len(enc) != 1 || enc[0] != id {
@@ -64,6 +64,22 @@ func scanVocab(tk Tokenizer) *vocab {
 		v.texts[id] = t
 	}
 	return v
+}
+
+// blocked are word parts the simulator never generates, so that its
+// output can appear in logs and reports without embarrassment. Innocent
+// words containing them are dropped too; thousands remain.
+var blocked = strings.Fields(`porn sex fuck shit nude naked rape nigg cum dick cock puss slut whore bitch
+anal penis vagin boob tit xxx nazi kill erot fetish milf escort hentai damn hell bastard suck piss crap
+drug cocaine weed gun murder suicide terror hate racis jew islam christ gay lesb trans`)
+
+func offensive(word string) bool {
+	for _, b := range blocked {
+		if strings.Contains(word, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // text returns the text of generated ids.

@@ -116,7 +116,7 @@ func (t *truthStore) get(id string) (Truth, bool) {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	out := Truth{
 		ID: s.id, Endpoint: r.endpoint, Arrival: r.wall.UnixNano(), Fault: r.fault,
-		PromptTokens: len(s.prompt), OutputTokens: len(s.truth.TokenTimes),
+		PromptTokens: s.promptLen, OutputTokens: len(s.truth.TokenTimes),
 		CachedTokens: s.truth.CachedTokens, Preemptions: s.truth.Preemptions,
 		QueueMS: ms(s.truth.FirstScheduled), FinishedMS: ms(s.truth.Finished), ChunkTokens: append([]int{}, s.truth.ChunkTokens...),
 		TokenMS: []float64{}, ChunkMS: []float64{}, ITLMS: []float64{},

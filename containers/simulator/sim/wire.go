@@ -92,8 +92,9 @@ type chatChunkChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent *any    `json:"reasoning_content"`
 }
 
 var jsonNull = json.RawMessage("null")
@@ -154,6 +155,7 @@ type chatMessage struct {
 	Audio            *any   `json:"audio"`
 	FunctionCall     *any   `json:"function_call"`
 	ToolCalls        []any  `json:"tool_calls"`
+	Reasoning        *any   `json:"reasoning"`
 	ReasoningContent *any   `json:"reasoning_content"`
 }
 
@@ -196,8 +198,5 @@ func newError(status int, format string, args ...any) errorResponse {
 
 // modelNotFound is vLLM's answer to a request for another model.
 func modelNotFound(model string) errorResponse {
-	e := newError(404, "The model `%s` does not exist.", model)
-	param := "model"
-	e.Error.Param = &param
-	return e
+	return newError(404, "The model `%s` does not exist.", model)
 }

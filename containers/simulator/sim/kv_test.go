@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestKVCache(t *testing.T) {
+	c := newKVCache(4, 16, true)
+	require.Equal(t, 4, c.numFree())
+	a, ok := c.allocate(3)
+	require.True(t, ok)
+	require.Equal(t, 1, c.numFree())
+	_, ok = c.allocate(2)
+	require.False(t, ok, "only one block is free")
+
+	h0 := blockHash(0, []int{1, 2})
+	h1 := blockHash(h0, []int{3, 4})
+	c.commit(a[0], h0)
+	c.commit(a[1], h1)
+	require.Equal(t, []int{a[0], a[1]}, c.lookup([]uint64{h0, h1, 99}))
+
+	c.release(a)
+	require.Equal(t, 4, c.numFree(), "cached blocks nobody uses count as free")
+	require.Equal(t, []int{a[0], a[1]}, c.lookup([]uint64{h0, h1}), "and stay findable")
+
+	// Taking a cached block removes it from the free queue.
+	c.take([]int{a[0]})
+	require.Equal(t, 3, c.numFree())
+	c.release([]int{a[0]})
+
+	// Allocation takes the unhashed blocks first, then evicts the
+	// sequence's last block (h1) before its first (h0).
+	_, ok = c.allocate(2)
+	require.True(t, ok)
+	require.Equal(t, []int{a[0], a[1]}, c.lookup([]uint64{h0, h1}), "unhashed blocks went first")
+	_, ok = c.allocate(1)
+	require.True(t, ok)
+	require.Equal(t, []int{a[0]}, c.lookup([]uint64{h0, h1}), "h1 evicted, h0 kept")
+	_, ok = c.allocate(1)
+	require.True(t, ok)
+	require.Empty(t, c.lookup([]uint64{h0}))
+	require.InDelta(t, 1.0, c.usage(), 1e-9)
+}
+
+func TestKVCacheNoPrefix(t *testing.T) {
+	c := newKVCache(2, 16, false)
+	a, _ := c.allocate(1)
+	h := blockHash(0, []int{1})
+	c.commit(a[0], h)
+	require.Empty(t, c.lookup([]uint64{h}))
+}
+
+func TestBlockHashChains(t *testing.T) {
+	require.Equal(t, blockHash(0, []int{1, 2}), blockHash(0, []int{1, 2}))
+	require.NotEqual(t, blockHash(0, []int{1, 2}), blockHash(1, []int{1, 2}), "the parent is part of the hash")
+	require.NotEqual(t, blockHash(0, []int{1, 2}), blockHash(0, []int{2, 1}))
+}
