@@ -52,6 +52,7 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		cancel()
 		require.NoError(b, err)
 		o.save(b, "bench", benchBenchfmt, b.Name())
+		o.logRun(b)
 		for _, m := range o.benchMetrics() {
 			if _, ok := sums[m.Unit]; !ok {
 				units = append(units, m.Unit)

@@ -71,6 +71,7 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 	o, err := execute(ctx, sc, tgt)
 	require.NoError(t, err)
 	o.save(t, "test", testBenchfmt, t.Name())
+	o.logRun(t)
 
 	var table bytes.Buffer
 	require.NoError(t, report.WriteSLOTable(&table, o.verdicts))
@@ -103,6 +104,17 @@ func (o *outcome) save(tb testing.TB, mode, benchfmtFile, testName string) {
 		tb.Errorf("save benchfmt: %v", err)
 	}
 	tb.Logf("results: %s, %s", path, bpath)
+}
+
+// logRun logs why a run stopped early and the engine's warnings.
+func (o *outcome) logRun(tb testing.TB) {
+	tb.Helper()
+	if o.result.Stopped != nil {
+		tb.Logf("the run stopped early: %v", o.result.Stopped)
+	}
+	for _, w := range o.result.Warnings {
+		tb.Logf("warning: %v", w)
+	}
 }
 
 // logFailures logs the first failed requests' errors.

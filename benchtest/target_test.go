@@ -3,6 +3,8 @@ package benchtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -106,4 +108,34 @@ func TestSimSettings(t *testing.T) {
 	assert.Equal(t, map[string]string{"max_num_seqs": "4", "slowdown": "1.1", "model": "m"}, set)
 	_, err = simSettings(scenario.Target{Args: []string{"--fast"}})
 	assert.EqualError(t, err, `simulator arg "--fast": want --knob=value`)
+}
+
+// recordTB records what a helper logs.
+type recordTB struct {
+	testing.TB
+	logs []string
+}
+
+func (r *recordTB) Helper() {}
+func (r *recordTB) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+func TestLogTargetKeepsTheEnd(t *testing.T) {
+	var lines []string
+	for i := range 150 {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	tgt := &Target{Kind: "sim", BaseURL: "http://127.0.0.1:1", logs: func(context.Context) (string, error) {
+		return strings.Join(lines, "\n") + "\n", nil
+	}}
+	rec := &recordTB{TB: t}
+	logTarget(rec, tgt)
+	require.Len(t, rec.logs, 1)
+	assert.True(t, strings.HasPrefix(rec.logs[0], "sim target log (http://127.0.0.1:1):\n[50 earlier lines]\nline 50\n"), rec.logs[0][:80])
+	assert.True(t, strings.HasSuffix(rec.logs[0], "\nline 149"))
+
+	rec = &recordTB{TB: t}
+	logTarget(rec, &Target{Kind: "url"})
+	assert.Empty(t, rec.logs, "a target without logs logs nothing")
 }

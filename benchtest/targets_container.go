@@ -48,8 +48,14 @@ func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
 	}
 	ctr, err := simulator.Run(ctx, opts...)
 	if err != nil {
+		logs := ""
+		if ctr != nil {
+			if l, lerr := containerLogs(ctr)(context.Background()); lerr == nil && l != "" {
+				logs = "\ncontainer log:\n" + l
+			}
+		}
 		_ = testcontainers.TerminateContainer(ctr)
-		return nil, fmt.Errorf("start sim target: %w", err)
+		return nil, fmt.Errorf("start sim target: %w%s", err, logs)
 	}
 	base, err := ctr.BaseURL(ctx)
 	if err != nil {
@@ -138,7 +144,7 @@ func startVLLM(ctx context.Context, spec scenario.Target) (*Target, error) {
 	if err != nil {
 		logs := ""
 		if ctr != nil {
-			logs = "\n" + ctr.LogTail()
+			logs = "\ncontainer log:\n" + ctr.LogTail()
 		}
 		_ = testcontainers.TerminateContainer(ctr)
 		return nil, fmt.Errorf("start vllm target: %w%s", err, logs)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,18 @@ func TestParseListAndDocuments(t *testing.T) {
 	alone, err := Parse("x.yaml", []byte("# comment\nname: a\n"))
 	require.NoError(t, err)
 	assert.Equal(t, scs[0].SHA, alone[0].SHA)
+
+	// Bounds and the description do not change what is measured; the
+	// goodput definition and the load do.
+	base := "name: a\nload: {request_rate: 2}\nslo:\n  goodput: {ttft: 100}\n  bounds: [\"failed == 0\"]\n"
+	sha := func(src string) string {
+		scs, err := Parse("s.yaml", []byte(src))
+		require.NoError(t, err)
+		return scs[0].SHA
+	}
+	assert.Equal(t, sha(base), sha(strings.Replace(base, "failed == 0", "p99_ttft_ms <= 5", 1)+"description: new\n"))
+	assert.NotEqual(t, sha(base), sha(strings.Replace(base, "ttft: 100", "ttft: 200", 1)))
+	assert.NotEqual(t, sha(base), sha(strings.Replace(base, "request_rate: 2", "request_rate: 3", 1)))
 }
 
 // TestParseErrors covers each kind of bad input with its exact message.

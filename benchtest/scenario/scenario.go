@@ -42,9 +42,11 @@ type Scenario struct {
 	File string `yaml:"-"`
 	// Line is the line of the file where the scenario starts.
 	Line int `yaml:"-"`
-	// SHA is the hex SHA-256 of the scenario's YAML content (re-encoded
-	// from its node, so comments, layout and the other scenarios of a list
-	// do not change it). Results carry it as scenario-sha.
+	// SHA is the hex SHA-256 of what the scenario measures: its YAML
+	// content (re-encoded from its node, so comments, layout and the other
+	// scenarios of a list do not change it) without description and
+	// slo.bounds, so that editing a bound keeps results comparable.
+	// Results carry it as scenario-sha.
 	SHA string `yaml:"-"`
 
 	pos positions

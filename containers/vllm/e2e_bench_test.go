@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 )
@@ -44,19 +45,39 @@ func benchSetup(t *testing.T) (base, out, backend string) {
 	return base, out, backend
 }
 
+// benchSamples makes the side-by-side dataset and checks it against
+// dataset.jsonl, the file vllm bench serve reads, writing it when missing.
+func benchSamples(t *testing.T, out string) []dataset.Sample {
+	t.Helper()
+	samples := randomSamples(llama3(t), envInt(t, "SERVEGATE_E2E_NUM_PROMPTS", 50),
+		envInt(t, "SERVEGATE_E2E_INPUT_LEN", 128), envInt(t, "SERVEGATE_E2E_OUTPUT_LEN", 32), 0)
+	want, err := jsonl(samples)
+	require.NoError(t, err)
+	path := filepath.Join(out, "dataset.jsonl")
+	got, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		require.NoError(t, os.WriteFile(path, want, 0o644))
+		return samples
+	}
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got), "%s was made with other settings: remove it", path)
+	return samples
+}
+
+// TestE2EDataset writes dataset.jsonl for vllm bench serve.
+func TestE2EDataset(t *testing.T) {
+	_, out, _ := benchSetup(t)
+	benchSamples(t, out)
+}
+
 // TestE2EBench runs the engine against a running vLLM on the dataset that
-// vllm bench serve also gets (dataset.jsonl, written here when missing), and
-// saves the summary as vLLM's result JSON (servegate-<backend>.json).
+// vllm bench serve also gets (dataset.jsonl), and saves the summary as
+// vLLM's result JSON (servegate-<backend>.json).
 func TestE2EBench(t *testing.T) {
 	base, out, backend := benchSetup(t)
 	tok := llama3(t)
-	n := envInt(t, "SERVEGATE_E2E_NUM_PROMPTS", 50)
-	samples := randomSamples(tok, n, envInt(t, "SERVEGATE_E2E_INPUT_LEN", 128),
-		envInt(t, "SERVEGATE_E2E_OUTPUT_LEN", 32), 0)
-	data := filepath.Join(out, "dataset.jsonl")
-	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
-		require.NoError(t, writeJSONL(data, samples))
-	}
+	samples := benchSamples(t, out)
+	n := len(samples)
 	rate := float64(envInt(t, "SERVEGATE_E2E_RATE", 0))
 	if rate == 0 {
 		rate = math.Inf(1)

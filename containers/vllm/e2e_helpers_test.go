@@ -1,6 +1,7 @@
 package vllm_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -95,21 +96,17 @@ func randomSamples(tok *tokenizer.Tokenizer, n, inLen, outLen int, seed uint64) 
 	return out
 }
 
-// writeJSONL writes samples as a custom dataset for vllm bench serve
+// jsonl renders samples as a custom dataset for vllm bench serve
 // (--dataset-name custom --skip-chat-template --disable-shuffle).
-func writeJSONL(path string, samples []dataset.Sample) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write jsonl: %w", err)
-	}
-	enc := json.NewEncoder(f)
+func jsonl(samples []dataset.Sample) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	for _, s := range samples {
 		if err := enc.Encode(map[string]string{"prompt": s.Prompt}); err != nil {
-			f.Close()
-			return fmt.Errorf("write jsonl: %w", err)
+			return nil, fmt.Errorf("jsonl: %w", err)
 		}
 	}
-	return f.Close()
+	return b.Bytes(), nil
 }
 
 // envInt reads an integer setting with a default.

@@ -12,7 +12,11 @@
 #
 # Settings: VLLM_VENV, SERVEGATE_IMAGE, SERVEGATE_E2E_OUT (results),
 # SERVEGATE_E2E_NUM_PROMPTS / _INPUT_LEN / _OUTPUT_LEN, VLLM_PORT, and
-# E2E_STEPS (default "container bench") to run a part only.
+# E2E_STEPS (default "container bench") to run a part only, E2E_ORDER
+# (default "servegate vllm") for which tool runs first.
+#
+# The server runs with prefix caching off: both tools send the same prompts,
+# and with the cache on whichever runs second skips most of its prefill.
 # Takes about 15 minutes the first time on 2 cores, mostly installing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +26,7 @@ image=${SERVEGATE_IMAGE:-servegate/vllm-cpu:0.13.0-avx2}
 out=${SERVEGATE_E2E_OUT:-/var/tmp/servegate-e2e-vllm}
 port=${VLLM_PORT:-8021}
 steps=${E2E_STEPS:-container bench}
+order=${E2E_ORDER:-servegate vllm}
 export SERVEGATE_E2E_NUM_PROMPTS=${SERVEGATE_E2E_NUM_PROMPTS:-100}
 export SERVEGATE_E2E_INPUT_LEN=${SERVEGATE_E2E_INPUT_LEN:-128}
 export SERVEGATE_E2E_OUTPUT_LEN=${SERVEGATE_E2E_OUTPUT_LEN:-32}
@@ -39,7 +44,7 @@ fi
 if [[ " $steps " == *" bench "* ]]; then
 	"$here/make-model.sh" "$out/tiny-llama"
 	VLLM_CPU_KVCACHE_SPACE=2 "$venv/bin/vllm" serve "$out/tiny-llama" --served-model-name tiny-llama \
-		--load-format dummy --dtype float32 --max-model-len 4096 \
+		--load-format dummy --dtype float32 --max-model-len 4096 --no-enable-prefix-caching \
 		--host 127.0.0.1 --port "$port" > "$out/vllm-serve.log" 2>&1 &
 	server=$!
 	trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
@@ -50,18 +55,24 @@ if [[ " $steps " == *" bench "* ]]; then
 	done
 	rm -f "$out"/dataset.jsonl "$out"/*-vllm.json "$out"/*-openai-chat.json
 	export SERVEGATE_E2E_VLLM=1 SERVEGATE_E2E_VLLM_URL=http://127.0.0.1:$port SERVEGATE_E2E_OUT=$out
+	go test ./containers/vllm/ -run '^TestE2EDataset$' -count=1
 	for backend in vllm openai-chat; do
 		endpoint=/v1/completions
 		[ "$backend" = openai-chat ] && endpoint=/v1/chat/completions
-		SERVEGATE_E2E_BACKEND=$backend go test ./containers/vllm/ -run '^TestE2EBench$' -v -count=1 -timeout 30m
 		cmd=("$venv/bin/vllm" bench serve --backend "$backend" --endpoint "$endpoint"
 			--base-url "http://127.0.0.1:$port" --model tiny-llama --tokenizer "$out/tiny-llama"
 			--dataset-name custom --dataset-path "$out/dataset.jsonl" --skip-chat-template --disable-shuffle
 			--num-prompts "$SERVEGATE_E2E_NUM_PROMPTS" --custom-output-len "$SERVEGATE_E2E_OUTPUT_LEN"
 			--ignore-eos --seed 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99
 			--save-result --result-dir "$out" --result-filename "vllm-$backend.json")
-		echo "+ ${cmd[*]}" | tee "$out/vllm-bench-$backend.cmd"
-		"${cmd[@]}" 2>&1 | tee "$out/vllm-bench-$backend.log" | tail -30
+		for tool in $order; do
+			if [ "$tool" = servegate ]; then
+				SERVEGATE_E2E_BACKEND=$backend go test ./containers/vllm/ -run '^TestE2EBench$' -v -count=1 -timeout 30m
+			else
+				echo "+ ${cmd[*]}" | tee "$out/vllm-bench-$backend.cmd"
+				"${cmd[@]}" 2>&1 | tee "$out/vllm-bench-$backend.log" | tail -30
+			fi
+		done
 		SERVEGATE_E2E_BACKEND=$backend go test ./containers/vllm/ -run '^TestE2ECompare$' -v -count=1
 	done
 	cat "$out"/compare-*.md
