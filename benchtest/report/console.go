@@ -1,6 +1,3 @@
-// Package report renders benchmark results for people: vLLM's console
-// summary, terminal plots, a progress bar, an HTML report, benchfmt lines
-// and SLO tables.
 package report
 
 import (
