@@ -189,14 +189,38 @@ func (c *Client) init() {
 // now is the monotonic time since Epoch.
 func (c *Client) now() time.Duration { return time.Since(c.Epoch) }
 
+// A Prepared is a request with its payload and headers built, ready to
+// send with DoPrepared. It is used once.
+type Prepared struct {
+	req    Request
+	body   []byte
+	header http.Header
+	err    error
+}
+
+// Prepare builds req's payload and headers ahead of time, so that sending
+// it costs only the HTTP round trip (the engine prepares the next request
+// while it waits for that request's send time).
+func (c *Client) Prepare(req Request) Prepared {
+	p := Prepared{req: req, header: make(http.Header, 4)}
+	p.body, p.err = c.payload(req)
+	c.setHeaders(p.header, req.RequestID)
+	return p
+}
+
 // Do sends req and returns its record. It never returns an error: a
 // failure is a record with Success false, a Failure kind and an Error text.
 func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
+	return c.DoPrepared(ctx, c.Prepare(req))
+}
+
+// DoPrepared sends a prepared request and returns its record, like Do.
+func (c *Client) DoPrepared(ctx context.Context, p Prepared) metrics.Record {
 	c.init()
+	req := p.req
 	rec := metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
-	body, err := c.payload(req)
-	if err != nil {
-		rec.Failure, rec.Error = metrics.FailureTransport, err.Error()
+	if p.err != nil {
+		rec.Failure, rec.Error = metrics.FailureTransport, p.err.Error()
 		return rec
 	}
 	rctx, cancel := ctx, context.CancelFunc(func() {})
@@ -204,12 +228,12 @@ func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
 		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
 	}
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, bytes.NewReader(p.body))
 	if err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, fmt.Sprintf("build request: %v", err)
 		return rec
 	}
-	c.setHeaders(hreq, req.RequestID)
+	hreq.Header = p.header
 	rec.Start = c.now()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
@@ -233,20 +257,20 @@ func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
 
 // setHeaders sets content type, authorization, extra headers and the
 // request id, in vLLM's order of precedence.
-func (c *Client) setHeaders(r *http.Request, id string) {
-	r.Header.Set("Content-Type", "application/json")
+func (c *Client) setHeaders(h http.Header, id string) {
+	h.Set("Content-Type", "application/json")
 	key := c.APIKey
 	if key == "" {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
 	if key != "" {
-		r.Header.Set("Authorization", "Bearer "+key)
+		h.Set("Authorization", "Bearer "+key)
 	}
 	for k, v := range c.Headers {
-		r.Header.Set(k, v)
+		h.Set(k, v)
 	}
 	if id != "" {
-		r.Header.Set("x-request-id", id)
+		h.Set("x-request-id", id)
 	}
 }
 

@@ -11,12 +11,15 @@ import (
 )
 
 // defaultSpinWindow is how long before a send time the dispatcher stops
-// sleeping on a timer and polls the clock instead. Go timers can wake up
+// sleeping on a Go timer and waits precisely instead. Go timers can wake up
 // to a millisecond late (the runtime's poller sleeps in whole
-// milliseconds), so the last stretch is spent yielding in a loop: it costs
-// CPU at high rates (up to one core when requests are less than the window
-// apart) and buys sub-millisecond send times.
+// milliseconds), so the last stretch is a thread sleep (nanosleep, about
+// 50–100 µs late, no CPU) followed by a short yielding spin over the final
+// spinTail. Where no thread sleep is available the whole window is spun.
 const defaultSpinWindow = 1500 * time.Microsecond
+
+// spinTail is the part of the window always spent polling the clock.
+const spinTail = 100 * time.Microsecond
 
 // A dispatcher sends the requests of a run at their scheduled times.
 type dispatcher struct {
@@ -69,6 +72,8 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 		}
 	}
 	for i := range d.reqs {
+		// Build the payload while waiting, not after the send time.
+		prep := d.client.Prepare(d.reqs[i])
 		if err := sleepUntil(ctx, epoch.Add(d.offsets[i]), d.spin); err != nil {
 			stop(i, "not sent: run stopped before its scheduled time", -1)
 			break
@@ -109,7 +114,7 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 			if sem != nil {
 				defer func() { <-sem }()
 			}
-			res.Records[i] = d.send(ctx, i, dispatched)
+			res.Records[i] = d.send(ctx, i, dispatched, prep)
 			d.progress()
 		})
 	}
@@ -117,15 +122,15 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 	res.Duration = time.Since(epoch)
 }
 
-// send sends request i, released at dispatched, once it holds a
-// concurrency slot.
-func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration) metrics.Record {
+// send sends request i (prepared as prep), released at dispatched, once it
+// holds a concurrency slot.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration, prep client.Prepared) metrics.Record {
 	if ctx.Err() != nil {
 		rec := d.unsent(i, "not sent: run stopped")
 		rec.Dispatched = dispatched
 		return rec
 	}
-	rec := d.client.Do(ctx, d.reqs[i])
+	rec := d.client.DoPrepared(ctx, prep)
 	rec.Scheduled = d.offsets[i]
 	rec.Dispatched = dispatched
 	return rec
@@ -154,14 +159,15 @@ func (d *dispatcher) progress() {
 	d.cfg.Progress(d.done, len(d.reqs))
 }
 
-// sleepUntil waits until t on the monotonic clock: on a timer until
-// spin before t, then yielding in a loop. It returns the context's error if
-// ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time, spinWindow time.Duration) error {
+// sleepUntil waits until t on the monotonic clock: on a Go timer until
+// window before t, then precisely (preciseWait). It returns the context's
+// error if ctx ends first; the precise stretch, at most window long, is not
+// interrupted.
+func sleepUntil(ctx context.Context, t time.Time, window time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if wait := time.Until(t) - spinWindow; wait > 0 {
+	if wait := time.Until(t) - window; wait > 0 {
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
@@ -170,15 +176,27 @@ func sleepUntil(ctx context.Context, t time.Time, spinWindow time.Duration) erro
 			return ctx.Err()
 		}
 	}
-	if spinWindow > 0 {
-		for time.Now().Before(t) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			runtime.Gosched()
-		}
+	if window > 0 {
+		preciseWait(t)
 	}
 	return nil
+}
+
+// preciseWait waits until t with a thread sleep (where threadSleep can)
+// up to spinTail before it, then by yielding in a loop.
+func preciseWait(t time.Time) {
+	for {
+		rem := time.Until(t)
+		if rem <= 0 {
+			return
+		}
+		if rem <= spinTail || !threadSleep(rem-spinTail) {
+			break
+		}
+	}
+	for time.Now().Before(t) {
+		runtime.Gosched()
+	}
 }
 
 // isoformat formats t like Python's datetime.now().isoformat(): local

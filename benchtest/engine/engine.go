@@ -80,7 +80,9 @@ type Config struct {
 	// Headers are sent with every request.
 	Headers map[string]string
 	// LoRAModules, when set, are chosen at random per request and sent
-	// as the model.
+	// as the model. The choice is seeded by Seed; like the arrival times
+	// it follows vLLM's distribution (uniform), not Python's random
+	// stream.
 	LoRAModules []string
 	// RequestIDPrefix prefixes the index of samples that carry no
 	// RequestID; empty means "bench-<8 hex digits>-" as vLLM does.
@@ -98,10 +100,11 @@ type Config struct {
 	Progress func(done, total int)
 	// HTTPClient sends the requests; nil builds one sized for the run.
 	HTTPClient *http.Client
-	// SpinWindow is how long before each send time the dispatcher polls
-	// the clock instead of sleeping on a timer, for sub-millisecond send
-	// times at the cost of CPU. 0 means 1.5 ms; a negative value disables
-	// polling (timers alone are up to about a millisecond late).
+	// SpinWindow is how long before each send time the dispatcher stops
+	// sleeping on a Go timer (up to about a millisecond late) and waits
+	// precisely: a thread sleep, then polling the clock for the last 100
+	// µs, which costs some CPU at high rates. 0 means 1.5 ms; a negative
+	// value uses the Go timer alone.
 	SpinWindow time.Duration
 }
 

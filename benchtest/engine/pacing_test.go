@@ -28,6 +28,8 @@ type fakeServer struct {
 	mu       sync.Mutex
 	paths    []string
 	statuses []int
+	// profileStatus, when set, answers the profiler endpoints.
+	profileStatus int
 }
 
 func newFakeServer(tb testing.TB, service time.Duration) *fakeServer {
@@ -54,6 +56,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !strings.HasSuffix(r.URL.Path, "completions") {
+		if f.profileStatus != 0 {
+			w.WriteHeader(f.profileStatus)
+		}
 		return
 	}
 	select {
@@ -340,3 +345,22 @@ func equalInts(a, b []int) bool {
 }
 
 var _ = dataset.Sample{}
+
+func TestProfileFailureIsAWarning(t *testing.T) {
+	inBubble(t, 5*ms, func(t *testing.T, srv *fakeServer, cfg Config) {
+		srv.profileStatus = http.StatusInternalServerError
+		cfg.Profile = true
+		res, err := Run(t.Context(), cfg, samples(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0].Error(), "/start_profile answered 500") {
+			t.Errorf("warnings %v, want both profiler calls", res.Warnings)
+		}
+		for _, r := range res.Records {
+			if !r.Success {
+				t.Errorf("a profiler failure failed a request: %s", r.Error)
+			}
+		}
+	})
+}
