@@ -63,7 +63,7 @@ func readCustom(path string) ([]row, error) {
 		if !ok {
 			return fileErr(path, n, "missing field \"prompt\"")
 		}
-		if err := json.Unmarshal(raw, &r.prompt); err != nil {
+		if r.prompt, ok = jsonString(raw); !ok {
 			return fileErr(path, n, "field \"prompt\": want a string, got %s", raw)
 		}
 		if raw, ok := obj["output_tokens"]; ok {

@@ -137,6 +137,7 @@ func TestCustomTrace(t *testing.T) {
 
 func TestCustomErrors(t *testing.T) {
 	tok := loadTokenizer(t, fixtures.Llama3)
+	nullPrompt := writeTemp(t, "null.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": null}\n")
 	tests := []struct {
 		name string
 		spec Spec
@@ -155,6 +156,8 @@ func TestCustomErrors(t *testing.T) {
 		{"no chat template", Spec{Path: fixture("custom.jsonl"), TokenizerConfig: &TokenizerConfig{}},
 			"the tokenizer has no chat template: give a tokenizer_config.json with chat_template (Spec.TokenizerConfig) or skip the chat template"},
 		{"no path", Spec{}, "no dataset path"},
+		{"null prompt", Spec{Path: nullPrompt, SkipChatTemplate: true},
+			nullPrompt + `:2: field "prompt": want a string, got null`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

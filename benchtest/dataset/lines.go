@@ -38,6 +38,20 @@ func errLine(data []byte, start int64, err error) int {
 	return lineAt(data, start)
 }
 
+// jsonString decodes a JSON value that must be a string (not null, which
+// encoding/json would accept as an empty string).
+func jsonString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
 // jsonMsg turns a JSON decoding error into a short message that says what
 // was wrong without the decoder's Go type names.
 func jsonMsg(err error) string {

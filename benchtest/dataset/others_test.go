@@ -147,6 +147,15 @@ func TestSonnet(t *testing.T) {
 	assert.ErrorContains(t, err, "the tokenizer has no chat template, which sonnet needs")
 }
 
+func TestTxtSlicesErrors(t *testing.T) {
+	tok := loadTokenizer(t, fixtures.Llama3)
+	empty := writeTemp(t, "empty.txt", "")
+	_, err := Load(context.Background(), Spec{Name: TxtSlices, Path: empty}, tok)
+	assert.EqualError(t, err, "load txt-slices dataset: "+empty+": the text file is empty")
+	_, err = Load(context.Background(), Spec{Name: TxtSlices}, tok)
+	assert.EqualError(t, err, "load txt-slices dataset: no dataset path")
+}
+
 func TestSpecValidation(t *testing.T) {
 	tok := loadTokenizer(t, fixtures.Llama3)
 	tests := []struct {
@@ -165,7 +174,15 @@ func TestSpecValidation(t *testing.T) {
 
 func TestUnknownDataset(t *testing.T) {
 	_, err := Load(context.Background(), Spec{Name: "hf"}, loadTokenizer(t, fixtures.Llama3))
-	assert.EqualError(t, err, `load dataset: unknown dataset "hf" (known: [random random-rerank sharegpt custom spec_bench sonnet burstgpt prefix_repetition])`)
+	assert.EqualError(t, err, `load dataset: unknown dataset "hf" (known: [random random-rerank sharegpt custom spec_bench sonnet burstgpt prefix_repetition txt-slices])`)
 	_, err = Load(context.Background(), Spec{}, nil)
 	assert.EqualError(t, err, "load random dataset: no tokenizer")
+}
+
+func TestFileErrorIsTyped(t *testing.T) {
+	_, err := Load(context.Background(), Spec{Name: Custom, Path: fixture("custom_bad_malformed.jsonl"), SkipChatTemplate: true}, loadTokenizer(t, fixtures.Llama3))
+	var fe *FileError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, fixture("custom_bad_malformed.jsonl"), fe.Path)
+	assert.Equal(t, 2, fe.Line)
 }

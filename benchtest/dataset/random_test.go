@@ -112,12 +112,12 @@ func TestRandomAllowedVocabulary(t *testing.T) {
 
 // TestRandomLlama3 is the measurement: 1,000 prompts of 1,024
 // tokens on the Llama-3 tokenizer (seed 42). It reports the share whose
-// re-encoded length equals the target, checks that the same seed gives the
-// same prompts byte for byte, and compares every prompt with the one vLLM's
-// own algorithm produces (SHA-256 digests written by crosscheck.py).
+// re-encoded length equals the target and compares every prompt, byte for
+// byte, with the one vLLM's own algorithm produces for the seed (SHA-256
+// digests written by crosscheck.py).
 func TestRandomLlama3(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds 2,000 prompts of 1,024 tokens")
+		t.Skip("builds 1,000 prompts of 1,024 tokens")
 	}
 	tok := loadTokenizer(t, fixtures.Llama3)
 	spec := Spec{NumPrompts: 1000, Seed: 42, TokenizerConfig: llama3Config(t)}
@@ -157,11 +157,10 @@ func TestRandomLlama3(t *testing.T) {
 		}
 	}
 	t.Logf("%d/%d prompts are byte-identical to vLLM's for the same seed", same, len(a))
+	// Matching digests recorded by another program also prove determinism
+	// from run to run; TestRandomSeeds and TestSeedEverywhere check it
+	// within a process without building another 1,000 long prompts.
 	assert.Equal(t, len(a), same)
-
-	b, err := Load(context.Background(), spec, tok)
-	require.NoError(t, err)
-	assert.Equal(t, a, b, "same seed, same prompts")
 }
 
 func TestRandomSharedPrefix(t *testing.T) {

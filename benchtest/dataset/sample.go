@@ -1,7 +1,8 @@
 // Package dataset turns a dataset spec into the samples a benchmark sends:
 // the datasets of vllm bench serve (v0.13) that work offline — random,
-// random-rerank, sharegpt, custom, spec_bench, sonnet, burstgpt and
-// prefix_repetition — with vLLM's defaults, filters and errors.
+// random-rerank, sharegpt, custom, spec_bench, sonnet, burstgpt,
+// prefix_repetition and txt-slices — with vLLM's defaults, filters and
+// errors.
 //
 // Load is the one entry point: a plain Spec in, []Sample out. For the same
 // tokenizer, chat template and seed, the samples are the ones vLLM builds,

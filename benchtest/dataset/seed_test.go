@@ -24,6 +24,7 @@ func TestSeedEverywhere(t *testing.T) {
 		{Name: SpecBench, NumPrompts: 5, Path: fixture("spec_bench.jsonl")},
 		{Name: Sonnet, NumPrompts: 3, Path: fixture("sonnet.txt"), Sonnet: SonnetParams{InputLen: 120, PrefixLen: 40}},
 		{Name: BurstGPT, NumPrompts: 6, Path: fixture("burstgpt.csv")},
+		{Name: TxtSlices, NumPrompts: 3, Path: fixture("sonnet.txt"), TxtSlices: TxtSlicesParams{InputLen: 20}},
 		{Name: PrefixRepetition, NumPrompts: 4, PrefixRepetition: PrefixRepetitionParams{PrefixLen: 8, SuffixLen: 8, NumPrefixes: 2}},
 	}
 	for _, s := range specs {

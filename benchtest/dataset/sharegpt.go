@@ -55,7 +55,8 @@ func readShareGPT(path string) ([]conversation, int, error) {
 		turns := *entry.Conversations
 		var c conversation
 		for k, dst := range []*string{&c.prompt, &c.completion} {
-			if err := json.Unmarshal(turns[k].Value, dst); err != nil || turns[k].Value == nil {
+			var ok bool
+			if *dst, ok = jsonString(turns[k].Value); !ok {
 				return nil, 0, fileErr(path, lineAt(data, start), "entry %d: conversations[%d] has no string \"value\"", total-1, k)
 			}
 		}

@@ -163,6 +163,7 @@ func TestShareGPTErrors(t *testing.T) {
 		{"filters leave nothing", fixture("sharegpt_all_filtered.json"), fixture("sharegpt_all_filtered.json") + `: the length filters left no conversation: 2 too short (prompt or output < 4 tokens), 0 too long (prompt > 1024 or prompt + output > 2048 tokens)`},
 		{"not an array", writeTemp(t, "obj.json", "{\"conversations\": []}\n"), "obj.json:1: want a JSON array of conversations"},
 		{"no two-turn entry", writeTemp(t, "few.json", "[\n{\"conversations\": []},\n{}\n]\n"), "few.json: no entry with two or more conversation turns (2 entries)"},
+		{"null value", writeTemp(t, "null.json", "[\n{\"conversations\": [{\"value\": \"What is the capital of France?\"}, {\"value\": null}]}\n]\n"), `null.json:2: entry 0: conversations[1] has no string "value"`},
 		{"missing file", "/nonexistent/sharegpt.json", "open /nonexistent/sharegpt.json: no such file or directory"},
 	}
 	for _, tt := range tests {

@@ -17,10 +17,11 @@ const (
 	Sonnet           = "sonnet"
 	BurstGPT         = "burstgpt"
 	PrefixRepetition = "prefix_repetition"
+	TxtSlices        = "txt-slices"
 )
 
 // Names lists every dataset Load accepts.
-var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, BurstGPT, PrefixRepetition}
+var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, BurstGPT, PrefixRepetition, TxtSlices}
 
 // A Spec says which samples to build. Its zero value is vLLM's default: 1,000
 // random prompts of 1,024 tokens with 128 output tokens, seed 0. Every field
@@ -32,15 +33,15 @@ var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, 
 // legacy RandomState (MT19937) for prefix_repetition's token ids and
 // burstgpt's pandas row sample, and CPython's random (MT19937) for the
 // shuffles of sharegpt, custom and spec_bench, oversampling, sonnet's line
-// draws and prefix_repetition's final shuffle. With the same tokenizer,
-// chat template and seed, the samples are vllm bench serve's byte for byte
-// (testdata/vllm_*.json, written by fixtures/datasets/crosscheck.py, holds
-// vLLM's output; the tests compare). The exceptions are servegate's own
-// additions: the seed is honoured for custom and spec_bench (vLLM always
-// uses 0 there, which is servegate's default), negative seeds are taken as
-// their absolute value, DisableShuffle applies to burstgpt, and the
-// extensions listed on each field. A fixed seed gives the same samples from
-// run to run.
+// draws, txt-slices' start positions and prefix_repetition's final shuffle.
+// With the same tokenizer, chat template and seed, the samples are vllm
+// bench serve's byte for byte (testdata/vllm_*.json, written by
+// fixtures/datasets/crosscheck.py, holds vLLM's output; the tests compare).
+// The exceptions are servegate's own additions: the seed is honoured for
+// custom and spec_bench (vLLM always uses 0 there, which is servegate's
+// default), negative seeds are taken as their absolute value,
+// DisableShuffle applies to burstgpt, and the extensions listed on each
+// field. A fixed seed gives the same samples from run to run.
 type Spec struct {
 	// Name is the dataset: one of Names. Default: random.
 	Name string
@@ -54,7 +55,7 @@ type Spec struct {
 	// generator only takes seeds below 2^32.
 	Seed int64
 	// Path is the dataset file (sharegpt JSON, custom or spec_bench JSONL,
-	// burstgpt CSV, sonnet text). Unused by random, random-rerank and
+	// burstgpt CSV, sonnet or txt-slices text). Unused by random, random-rerank and
 	// prefix_repetition.
 	Path string
 	// Backend is the client backend (openai, vllm, openai-chat,
@@ -94,6 +95,7 @@ type Spec struct {
 	SpecBench        SpecBenchParams
 	Sonnet           SonnetParams
 	PrefixRepetition PrefixRepetitionParams
+	TxtSlices        TxtSlicesParams
 }
 
 // RandomParams configures the random and random-rerank datasets.
@@ -166,6 +168,15 @@ type PrefixRepetitionParams struct {
 	OutputLen int
 }
 
+// TxtSlicesParams configures the txt-slices dataset.
+type TxtSlicesParams struct {
+	// InputLen is the prompt length in tokens, special tokens included.
+	// Default: 1024.
+	InputLen int
+	// OutputLen is the output length of every sample. Default: 128.
+	OutputLen int
+}
+
 // withDefaults returns the spec with every zero field set to vLLM's default.
 func (s Spec) withDefaults() Spec {
 	def := func(v *int, d int) {
@@ -189,6 +200,8 @@ func (s Spec) withDefaults() Spec {
 	def(&s.PrefixRepetition.SuffixLen, 256)
 	def(&s.PrefixRepetition.NumPrefixes, 10)
 	def(&s.PrefixRepetition.OutputLen, 128)
+	def(&s.TxtSlices.InputLen, 1024)
+	def(&s.TxtSlices.OutputLen, 128)
 	return s
 }
 
@@ -230,6 +243,8 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 		samples, err = loadBurstGPT(ctx, s, tok)
 	case PrefixRepetition:
 		samples, err = loadPrefixRepetition(ctx, s, tok)
+	case TxtSlices:
+		samples, err = loadTxtSlices(ctx, s, tok)
 	default:
 		return nil, fmt.Errorf("load dataset: unknown dataset %q (known: %v)", s.Name, Names)
 	}

@@ -24,7 +24,7 @@ func readSpecBench(path, category string) ([]row, error) {
 		}
 		var cat string
 		if raw, ok := obj["category"]; ok {
-			if err := json.Unmarshal(raw, &cat); err != nil {
+			if cat, ok = jsonString(raw); !ok {
 				return fileErr(path, n, "field \"category\": want a string, got %s", raw)
 			}
 		}

@@ -47,6 +47,7 @@ func TestVLLMParity(t *testing.T) {
 		{"vllm_burstgpt_llama3_9.json", false, Spec{Name: BurstGPT, Seed: 2, NumPrompts: 9, Path: fixture("burstgpt.csv")}},
 		{"vllm_sonnet_llama3.json", false, Spec{Name: Sonnet, Seed: 4, NumPrompts: 3, Path: fixture("sonnet.txt"), Sonnet: SonnetParams{InputLen: 200, PrefixLen: 80, OutputLen: 20}}},
 		{"vllm_sharegpt_llama3.json", false, Spec{Name: ShareGPT, Seed: 9, NumPrompts: 7, Path: fixture("sharegpt.json")}},
+		{"vllm_txt_slices_llama3.json", false, Spec{Name: TxtSlices, Seed: 13, NumPrompts: 4, Path: fixture("sonnet.txt"), TxtSlices: TxtSlicesParams{InputLen: 300, OutputLen: 30}}},
 		{"vllm_custom_llama3.json", false, Spec{Name: Custom, NumPrompts: 8, Path: fixture("custom.jsonl")}},
 	}
 	for _, tt := range tests {
