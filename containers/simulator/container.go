@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,11 +27,12 @@ type Container struct {
 
 // options are the simulator's settings for Run.
 type options struct {
-	profile  string
-	slowdown float64
-	knobs    map[string]string
-	logw     io.Writer
-	timeout  time.Duration
+	profile   string
+	slowdown  float64
+	knobs     map[string]string
+	logw      io.Writer
+	timeout   time.Duration
+	tokenizer string
 }
 
 // An Option configures the simulator that Run starts. Options are also
@@ -69,6 +71,19 @@ func WithKnob(key, value string) Option {
 			o.knobs = map[string]string{}
 		}
 		o.knobs[key] = value
+		return nil
+	}
+}
+
+// WithTokenizerFile serves with this tokenizer.json instead of the image's
+// Llama-3 one, so that prompt and output token counts match the model a
+// scenario names.
+func WithTokenizerFile(path string) Option {
+	return func(o *options) error {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("tokenizer file: %w", err)
+		}
+		o.tokenizer = path
 		return nil
 	}
 }
@@ -116,10 +131,18 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 	for _, k := range keys {
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+o.knobs[k])
 	}
+	const customTokenizer = "/custom-tokenizer.json"
+	if o.tokenizer != "" {
+		args = append(args, "--tokenizer", customTokenizer)
+	}
 	all := []testcontainers.ContainerCustomizer{
 		testcontainers.WithExposedPorts(Port),
 		testcontainers.WithCmd(args...),
 		testcontainers.WithWaitStrategy(wait.ForHTTP("/health").WithPort(Port).WithStartupTimeout(o.timeout)),
+	}
+	if o.tokenizer != "" {
+		all = append(all, testcontainers.WithFiles(testcontainers.ContainerFile{
+			HostFilePath: o.tokenizer, ContainerFilePath: customTokenizer, FileMode: 0o644}))
 	}
 	all = append(all, opts...)
 	ctr, err := testcontainers.Run(ctx, img, all...)

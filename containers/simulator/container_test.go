@@ -14,6 +14,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/servegate/servegate/containers/dockertest"
+	"github.com/servegate/servegate/fixtures"
 )
 
 // TestContainer builds the image (or finds it by content hash), starts it,
@@ -82,4 +83,26 @@ func TestContainer(t *testing.T) {
 	inspect, err := ctr.Inspect(ctx)
 	require.NoError(t, err)
 	require.Equal(t, tag, inspect.Config.Image)
+}
+
+// TestContainerTokenizerFile: a scenario's own tokenizer replaces the
+// image's Llama-3 one.
+func TestContainerTokenizerFile(t *testing.T) {
+	dockertest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ctr, err := Run(ctx, WithProfile("instant"), WithTokenizerFile(fixtures.Tokenizer(t, fixtures.BERT)))
+	testcontainers.CleanupContainer(t, ctr)
+	require.NoError(t, err)
+	base, err := ctr.BaseURL(ctx)
+	require.NoError(t, err)
+	resp, err := http.Post(base+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"The quick brown fox","max_tokens":2}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Usage map[string]int `json:"usage"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, 6, out.Usage["prompt_tokens"], "[CLS] the quick brown fox [SEP]")
 }

@@ -26,6 +26,9 @@ type Server = sim.Server
 // Truth is one request's ground truth; see sim.Truth.
 type Truth = sim.Truth
 
+// Step is one engine step of the step log; see sim.Step.
+type Step = sim.Step
+
 // Tokenizer is what the simulator needs of a tokenizer; see sim.Tokenizer.
 type Tokenizer = sim.Tokenizer
 

@@ -145,3 +145,41 @@ func TestEngineWaitsForSlowStart(t *testing.T) {
 		require.Equal(t, 4, r.OutputTokens)
 	}
 }
+
+// TestGateSeesSlowdown runs what a regression gate runs: the benchmark
+// engine against the simulator, summarised by benchtest/metrics, once at
+// slowdown 1 and once at 1.10 (twice each, alternating, so the machine's
+// load weighs on both). The median TTFT the summary reports rises by 10%.
+//
+// One request at a time: with several in flight, whether their prefills
+// share a step depends on arrival phase, and the median jumps between
+// modes (a real effect a gate must live with, but not this test's subject).
+func TestGateSeesSlowdown(t *testing.T) {
+	p, err := LoadProfile("cpu-small")
+	require.NoError(t, err)
+	p.Jitter = 0
+	p.PrefillTokenUS = 1500 // ~300 ms prefills: HTTP overhead is a small share
+	tk := realTokenizer(t, fixtures.Llama3)
+	samples := make([]dataset.Sample, 7)
+	for i := range samples {
+		samples[i] = dataset.Sample{Prompt: words(180, i), PromptLen: 181, OutputLen: 2}
+	}
+	run := func(slowdown float64) []records.Record {
+		_, base := start(t, Config{Params: &p, Slowdown: slowdown, Tokenizer: tk})
+		res, err := bench.Run(context.Background(), bench.Config{
+			BaseURL: base, Model: p.Model, Tokenizer: tk, IgnoreEOS: true, MaxConcurrency: 1,
+		}, samples)
+		require.NoError(t, err)
+		return res.Records
+	}
+	var fast, slow []records.Record
+	for range 2 {
+		fast = append(fast, run(1)...)
+		slow = append(slow, run(1.10)...)
+	}
+	f, ok := records.Summarize(fast, time.Second, records.Options{}).Value("median_ttft_ms")
+	require.True(t, ok)
+	s, _ := records.Summarize(slow, time.Second, records.Options{}).Value("median_ttft_ms")
+	t.Logf("median TTFT %.1f ms at slowdown 1, %.1f ms at 1.10: ratio %.3f", f, s, s/f)
+	require.InDelta(t, 1.10, s/f, 0.02)
+}

@@ -84,8 +84,8 @@ func unmerged(tb testing.TB, srv *Server, fetch func() string) string {
 	for range 5 {
 		got = fetch()
 		m := idRe.FindStringSubmatch(got)
-		if m == nil {
-			return got
+		if m == nil || !strings.Contains(got, "data: ") {
+			return got // not a stream: one body, one "chunk"
 		}
 		tr, ok := srv.Truth(m[1])
 		if !ok || !slices.ContainsFunc(tr.ChunkTokens, func(n int) bool { return n > 1 }) {
@@ -269,4 +269,47 @@ func TestVocabulary(t *testing.T) {
 		require.False(t, offensive(w), w)
 		require.Equal(t, []int{id}, tk.Encode(w, false), w)
 	}
+}
+
+// TestOutputLengths: ignore_eos gives exactly max_tokens; without it the
+// length is uniform in [eos_min_ratio*max_tokens, max_tokens], and a short
+// one finishes with "stop".
+func TestOutputLengths(t *testing.T) {
+	p := testParams()
+	p.StepFixedMS = 0
+	p.EOSMinRatio = 0.5
+	_, base := start(t, Config{Params: &p})
+	counts := map[int]int{}
+	for i := range 200 {
+		body := map[string]any{"prompt": "Hi", "max_tokens": 20, "stream": true, "stream_options": map[string]any{"include_usage": true}}
+		if i%2 == 0 {
+			body["ignore_eos"] = true
+		}
+		r := post(context.Background(), base+"/v1/completions", body, nil)
+		require.True(t, r.done())
+		var fin, use struct {
+			Choices []struct {
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.events[len(r.events)-3].data), &fin))
+		require.NoError(t, json.Unmarshal([]byte(r.events[len(r.events)-2].data), &use))
+		n := use.Usage.CompletionTokens
+		if i%2 == 0 {
+			require.Equal(t, 20, n)
+			continue
+		}
+		counts[n]++
+		require.GreaterOrEqual(t, n, 10)
+		require.LessOrEqual(t, n, 20)
+		want := "stop"
+		if n == 20 {
+			want = "length"
+		}
+		require.Equal(t, want, *fin.Choices[0].FinishReason)
+	}
+	require.Greater(t, len(counts), 6, "lengths spread over the range: %v", counts)
 }

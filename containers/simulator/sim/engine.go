@@ -24,7 +24,11 @@ type engine struct {
 	waiting []*seq // FIFO; preempted sequences go back to the front
 	running []*seq // admission order; the last one is preempted first
 
+	preemptions int       // engine-owned count, for the step log
+	started     time.Time // zero of the step log's times
+
 	mu      sync.Mutex
+	steps   stepLog
 	inbox   []*seq
 	aborted []*seq
 	wake    chan struct{}
@@ -45,6 +49,13 @@ type stepPlan struct {
 	numNew int
 }
 
+// decoding reports whether the sequence computes just its last generated
+// token; anything else (prompt, or prompt and output recomputed after a
+// preemption) is prefill.
+func (ps stepPlan) decoding() bool {
+	return ps.numNew == 1 && len(ps.s.output) > 0 && ps.s.numComputed == ps.s.numTokens()-1
+}
+
 // catchUp is how late a step may end and the next one still start at the
 // modelled instant rather than now, so timer overshoot does not accumulate
 // into the token rate.
@@ -52,6 +63,7 @@ const catchUp = 5 * time.Millisecond
 
 func newEngine(p Params, m *metrics) *engine {
 	return &engine{
+		started: time.Now(),
 		p:       p,
 		kv:      newKVCache(p.NumKVBlocks, p.BlockSize, p.EnablePrefixCaching),
 		rng:     rand.New(rand.NewPCG(uint64(p.Seed), 0x5e4e9a7e)),
@@ -108,8 +120,10 @@ func (e *engine) run(ctx context.Context) {
 		if !next.IsZero() && start.Sub(next) < catchUp {
 			start = next
 		}
+		preempts := e.preemptions
 		plan := e.schedule(start)
 		d := e.stepDuration(plan)
+		e.record(start, d, plan, e.preemptions-preempts)
 		end := start.Add(d)
 		e.publish()
 		if wait := time.Until(end); wait > 0 {
@@ -262,6 +276,7 @@ func (e *engine) preempt(s *seq) {
 	s.numComputed = 0
 	s.state = seqWaiting
 	e.waiting = append([]*seq{s}, e.waiting...)
+	e.preemptions++
 	e.metrics.preemption()
 	s.mu.Lock()
 	s.truth.Preemptions++
@@ -274,8 +289,7 @@ func (e *engine) stepDuration(plan []stepPlan) time.Duration {
 	var prefill, ctx int
 	for _, ps := range plan {
 		ctx += ps.s.numComputed
-		decoding := ps.numNew == 1 && len(ps.s.output) > 0 && ps.s.numComputed == ps.s.numTokens()-1
-		if !decoding {
+		if !ps.decoding() {
 			prefill += ps.numNew
 		}
 	}

@@ -120,6 +120,17 @@ func (p *Params) Set(key, value string) error {
 	return nil
 }
 
+// Help returns a knob's one-line description, by YAML key.
+func Help(key string) string {
+	t := reflect.TypeFor[Params]()
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("yaml") == key {
+			return t.Field(i).Tag.Get("help")
+		}
+	}
+	return ""
+}
+
 // Get returns one knob's value in its text form.
 func (p *Params) Get(key string) (string, bool) {
 	f, ok := knobField(p, key)

@@ -136,3 +136,9 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestEveryKnobHasHelp(t *testing.T) {
+	for _, k := range Knobs() {
+		require.NotEmpty(t, Help(k), k)
+	}
+}

@@ -57,3 +57,18 @@ func TestBlockHashChains(t *testing.T) {
 	require.NotEqual(t, blockHash(0, []int{1, 2}), blockHash(1, []int{1, 2}), "the parent is part of the hash")
 	require.NotEqual(t, blockHash(0, []int{1, 2}), blockHash(0, []int{2, 1}))
 }
+
+func TestStepLogRing(t *testing.T) {
+	var l stepLog
+	for i := range stepLogSize + 10 {
+		l.add(Step{Seqs: i})
+	}
+	last := l.last(3)
+	require.Equal(t, []int{stepLogSize + 7, stepLogSize + 8, stepLogSize + 9}, []int{last[0].Seqs, last[1].Seqs, last[2].Seqs})
+	require.Len(t, l.last(1<<20), stepLogSize)
+	require.Equal(t, 10, l.last(stepLogSize)[0].Seqs, "oldest kept first")
+	var short stepLog
+	short.add(Step{Seqs: 1})
+	short.add(Step{Seqs: 2})
+	require.Equal(t, []Step{{Seqs: 1}, {Seqs: 2}}, short.last(5))
+}

@@ -73,7 +73,7 @@ func ParseArgs(args []string, environ []string, stderr io.Writer) (Params, Optio
 	for _, key := range Knobs() {
 		d, _ := def.Get(key)
 		fs.Var(knobFlag{key, &sets}, strings.ReplaceAll(key, "_", "-"),
-			fmt.Sprintf("knob %s (env %s%s, default %s)", key, EnvPrefix, strings.ToUpper(key), d))
+			fmt.Sprintf("%s (YAML %s, env %s%s, default %s)", Help(key), key, EnvPrefix, strings.ToUpper(key), d))
 	}
 	if err := fs.Parse(args); err != nil {
 		return Params{}, opts, err

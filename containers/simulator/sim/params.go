@@ -12,80 +12,80 @@ import (
 // Knobs). Times are in the unit their name ends with.
 type Params struct {
 	// Model is the served model name (the "model" of /v1/models).
-	Model string `yaml:"model"`
+	Model string `yaml:"model" help:"served model name"`
 	// MaxModelLen is the longest prompt plus output, in tokens.
-	MaxModelLen int `yaml:"max_model_len"`
+	MaxModelLen int `yaml:"max_model_len" help:"longest prompt plus output, tokens"`
 
 	// MaxNumSeqs is the most sequences that run in one step.
-	MaxNumSeqs int `yaml:"max_num_seqs"`
+	MaxNumSeqs int `yaml:"max_num_seqs" help:"most sequences in one step"`
 	// MaxNumBatchedTokens is the token budget of one step; a prompt longer
 	// than what is left of it is prefilled in chunks over several steps.
-	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens" help:"token budget of one step (longer prompts prefill in chunks)"`
 	// BlockSize is the number of tokens one KV-cache block holds.
-	BlockSize int `yaml:"block_size"`
+	BlockSize int `yaml:"block_size" help:"tokens per KV-cache block"`
 	// NumKVBlocks is the size of the KV cache in blocks. When a running
 	// sequence needs a block and none is free, the most recently admitted
 	// sequence is preempted (its blocks freed, recomputed later).
-	NumKVBlocks int `yaml:"num_kv_blocks"`
+	NumKVBlocks int `yaml:"num_kv_blocks" help:"KV-cache size in blocks (full cache preempts)"`
 	// EnablePrefixCaching reuses full KV blocks whose token content
 	// (chained block hash) was computed before.
-	EnablePrefixCaching bool `yaml:"enable_prefix_caching"`
+	EnablePrefixCaching bool `yaml:"enable_prefix_caching" help:"reuse cached full blocks of a shared prefix"`
 
 	// StepFixedMS is the fixed cost of one engine step, in milliseconds.
-	StepFixedMS float64 `yaml:"step_fixed_ms"`
+	StepFixedMS float64 `yaml:"step_fixed_ms" help:"fixed cost of a step, ms"`
 	// PrefillTokenUS is the cost of each prompt token computed in a step,
 	// in microseconds.
-	PrefillTokenUS float64 `yaml:"prefill_token_us"`
+	PrefillTokenUS float64 `yaml:"prefill_token_us" help:"cost per prompt token computed, µs"`
 	// SeqUS is the cost of each sequence in a step, in microseconds.
-	SeqUS float64 `yaml:"seq_us"`
+	SeqUS float64 `yaml:"seq_us" help:"cost per sequence in a step, µs"`
 	// ContextTokenNS is the cost of each token of context (already computed
 	// tokens) attended to by the step's sequences, in nanoseconds.
-	ContextTokenNS float64 `yaml:"context_token_ns"`
+	ContextTokenNS float64 `yaml:"context_token_ns" help:"cost per context token attended, ns"`
 	// Jitter is the relative standard deviation of a step's duration
 	// (normal, clipped at ±3σ), drawn from the seeded generator. 0 = none.
-	Jitter float64 `yaml:"jitter"`
+	Jitter float64 `yaml:"jitter" help:"relative std-dev of a step's duration"`
 	// Slowdown multiplies every step's duration: 1.10 makes the server 10%
 	// slower. The regression knob.
-	Slowdown float64 `yaml:"slowdown"`
+	Slowdown float64 `yaml:"slowdown" help:"multiplies every step's duration (1.10 = 10% slower)"`
 	// Seed seeds jitter, output lengths, output text and fault draws.
-	Seed int64 `yaml:"seed"`
+	Seed int64 `yaml:"seed" help:"seed of jitter, lengths, text and faults"`
 
 	// EOSMinRatio sets the output length of a request without ignore_eos:
 	// uniform in [EOSMinRatio*max_tokens, max_tokens]. 1 always gives
 	// max_tokens.
-	EOSMinRatio float64 `yaml:"eos_min_ratio"`
+	EOSMinRatio float64 `yaml:"eos_min_ratio" help:"without ignore_eos, output length is uniform in [ratio*max_tokens, max_tokens]"`
 	// DefaultMaxTokens is max_tokens when a chat request sets none (vLLM
 	// would use the rest of the context; the simulator caps it here).
 	// Completions default to 16, as in vLLM.
-	DefaultMaxTokens int `yaml:"default_max_tokens"`
+	DefaultMaxTokens int `yaml:"default_max_tokens" help:"max_tokens of a chat request that sets none"`
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
-	EmbeddingDim int `yaml:"embedding_dim"`
+	EmbeddingDim int `yaml:"embedding_dim" help:"length of embedding vectors"`
 
 	// StartupDelayMS makes /health and the API answer 503 for this long
 	// after start, like a server still loading its model.
-	StartupDelayMS float64 `yaml:"startup_delay_ms"`
+	StartupDelayMS float64 `yaml:"startup_delay_ms" help:"answer 503 for this long after start, ms"`
 	// FaultRate429, FaultRate500 and FaultRate503 are the fractions of
 	// generation requests answered with that HTTP status.
-	FaultRate429 float64 `yaml:"fault_rate_429"`
-	FaultRate500 float64 `yaml:"fault_rate_500"`
-	FaultRate503 float64 `yaml:"fault_rate_503"`
+	FaultRate429 float64 `yaml:"fault_rate_429" help:"fraction of requests answered 429"`
+	FaultRate500 float64 `yaml:"fault_rate_500" help:"fraction of requests answered 500"`
+	FaultRate503 float64 `yaml:"fault_rate_503" help:"fraction of requests answered 503"`
 	// FaultAbortRate is the fraction of streams cut (connection closed, no
 	// [DONE]) after FaultAbortAfter chunks.
-	FaultAbortRate  float64 `yaml:"fault_abort_rate"`
-	FaultAbortAfter int     `yaml:"fault_abort_after"`
+	FaultAbortRate  float64 `yaml:"fault_abort_rate" help:"fraction of streams cut"`
+	FaultAbortAfter int     `yaml:"fault_abort_after" help:"chunks sent before a stream is cut"`
 	// FaultStallRate is the fraction of streams that pause FaultStallMS
 	// milliseconds after FaultStallAfter chunks.
-	FaultStallRate  float64 `yaml:"fault_stall_rate"`
-	FaultStallMS    float64 `yaml:"fault_stall_ms"`
-	FaultStallAfter int     `yaml:"fault_stall_after"`
+	FaultStallRate  float64 `yaml:"fault_stall_rate" help:"fraction of streams that stall"`
+	FaultStallMS    float64 `yaml:"fault_stall_ms" help:"length of a stall, ms"`
+	FaultStallAfter int     `yaml:"fault_stall_after" help:"chunks sent before a stall"`
 	// FaultMalformedRate is the fraction of streams whose chunk number
 	// FaultMalformedAfter (0-based) is not valid JSON.
-	FaultMalformedRate  float64 `yaml:"fault_malformed_rate"`
-	FaultMalformedAfter int     `yaml:"fault_malformed_after"`
+	FaultMalformedRate  float64 `yaml:"fault_malformed_rate" help:"fraction of streams with a malformed chunk"`
+	FaultMalformedAfter int     `yaml:"fault_malformed_after" help:"index of the malformed chunk"`
 	// FaultErrorRate is the fraction of streams that end after
 	// FaultErrorAfter chunks with vLLM's in-stream error event.
-	FaultErrorRate  float64 `yaml:"fault_error_rate"`
-	FaultErrorAfter int     `yaml:"fault_error_after"`
+	FaultErrorRate  float64 `yaml:"fault_error_rate" help:"fraction of streams ending in an in-stream error"`
+	FaultErrorAfter int     `yaml:"fault_error_after" help:"chunks sent before the error"`
 }
 
 // DefaultParams are the values of every knob a profile leaves unset: a

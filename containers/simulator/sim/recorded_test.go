@@ -28,7 +28,7 @@ var masks = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	{regexp.MustCompile(`"id":"(cmpl|chatcmpl)-[0-9a-f]{16,32}"`), `"id":"$1-ID"`},
+	{regexp.MustCompile(`"id":"(cmpl|chatcmpl)-[0-9a-f]{16}"`), `"id":"$1-ID"`},
 	{regexp.MustCompile(`"created":\d+`), `"created":0`},
 	{regexp.MustCompile(`"text":"(?:[^"\\]|\\.)*"`), `"text":"T"`},
 	{regexp.MustCompile(`"content":"(?:[^"\\]|\\.)+"`), `"content":"T"`},

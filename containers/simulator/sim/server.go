@@ -161,6 +161,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /version", s.handleVersion)
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /debug/requests/{id}", s.handleTruth)
+	m.HandleFunc("GET /debug/steps", s.handleSteps)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(http.StatusNotFound, "Not Found: %s %s", r.Method, r.URL.Path))
 	})
@@ -248,5 +249,10 @@ func (s *Server) requestID(r *http.Request) string {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		return id
 	}
-	return fmt.Sprintf("%016x%016x", seedOf(s.p.Seed, "id"), s.nextID.Add(1))
+	// 16 hex digits, as vLLM makes them; a mixed counter, so ids are unique
+	// and reproducible under a seed.
+	x := seedOf(s.p.Seed, "id") + s.nextID.Add(1)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return fmt.Sprintf("%016x", x^x>>31)
 }
