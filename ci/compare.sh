@@ -18,6 +18,8 @@
 #
 # Environment (defaults in brackets):
 #   COUNT      runs per side [10]; the gate needs >= 4, a confidence interval 6
+#   WARMUP     runs per side before those, discarded [0]: first runs that pay
+#              for image builds or cold caches
 #   PKGS       packages to benchmark [./scenarios/...]
 #   BENCH      -bench regexp [.]
 #   BENCHTIME  -benchtime [1x]: one iteration is one full scenario run
@@ -41,12 +43,14 @@ die() { echo "compare: $*" >&2; exit 2; }
 base_ref=$1
 head_ref=${2:-}
 COUNT=${COUNT:-10}
+WARMUP=${WARMUP:-0}
 PKGS=${PKGS:-./scenarios/...}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-1x}
 OUT=${OUT:-out/compare}
 GATE_FLAGS=${GATE_FLAGS--ignore image}
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT=$COUNT: want a positive integer"
+[[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP=$WARMUP: want a non-negative integer"
 
 here=$(cd "$(dirname "$0")/.." && pwd)          # the checkout holding this script
 root=$(git rev-parse --show-toplevel) || die "not in a git repository"
@@ -56,11 +60,17 @@ for f in base.txt head.txt base.benchfmt head.benchfmt base.log head.log runs.lo
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/servegate-compare.XXXXXX")
 worktrees=()
+gated=0
+# cleanup removes the worktrees; any failure before the gate ran exits 2, so
+# that 1 always means a regression.
 cleanup() {
+  local status=$?
   for wt in "${worktrees[@]}"; do
     git -C "$root" worktree remove --force "$wt" >/dev/null 2>&1 || true
   done
   rm -rf "$tmp"
+  if [ "$gated" = 0 ] && [ "$status" -ne 0 ]; then status=2; fi
+  exit "$status"
 }
 trap cleanup EXIT
 
@@ -90,24 +100,31 @@ if [ -z "${GATE:-}" ]; then
   GATE=$tmp/gate
 fi
 
-# run SIDE DIR I: one benchmark run of one side, appended to $OUT/SIDE.txt.
+# run SIDE DIR I [warmup]: one benchmark run of one side, appended to
+# $OUT/SIDE.txt unless it is a warm-up.
 run() {
-  local side=$1 dir=$2 i=$3 status=0 sgout=$tmp/out/$1-$3
-  echo "run $i $side" >>"$OUT/runs.log"
+  local side=$1 dir=$2 i=$3 warmup=${4:-} status=0 sgout=$tmp/out/$1-$3${4:-}
+  echo "${warmup:-run} $i $side" >>"$OUT/runs.log"
   mkdir -p "$sgout"
   # shellcheck disable=SC2086 # PKGS is a word list
   (cd "$dir" && SERVEGATE_COMPARE_SIDE=$side SERVEGATE_COMPARE_RUN=$i SERVEGATE_OUT=$sgout \
     go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS) \
     >"$tmp/run.txt" 2>"$tmp/run.err" || status=$?
-  cat "$tmp/run.txt" >>"$OUT/$side.txt"
-  if [ -s "$sgout/bench.benchfmt" ]; then cat "$sgout/bench.benchfmt" >>"$OUT/$side.benchfmt"; fi
   cat "$tmp/run.txt" "$tmp/run.err" >>"$OUT/$side.log"
+  if [ -z "$warmup" ]; then
+    cat "$tmp/run.txt" >>"$OUT/$side.txt"
+    if [ -s "$sgout/bench.benchfmt" ]; then cat "$sgout/bench.benchfmt" >>"$OUT/$side.benchfmt"; fi
+  fi
   if [ "$status" -ne 0 ]; then
     tail -20 "$tmp/run.txt" "$tmp/run.err" >&2
     die "$side run $i failed (go test exit $status); full output in $OUT/$side.log"
   fi
 }
 
+for i in $(seq 1 "$WARMUP"); do
+  run base "$tmp/base" "$i" warmup
+  run head "$head_dir" "$i" warmup
+done
 for i in $(seq 1 "$COUNT"); do
   run base "$tmp/base" "$i"
   run head "$head_dir" "$i"
@@ -121,4 +138,5 @@ status=0
 # shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
 $GATE $GATE_FLAGS -markdown "$OUT/gate.md" -json "$OUT/gate.json" "$OUT/base.$ext" "$OUT/head.$ext" \
   | tee "$OUT/gate.txt" || status=${PIPESTATUS[0]}
+gated=1
 exit "$status"

@@ -43,79 +43,94 @@ func (a accuracy) String() string {
 		a.detect, a.trials, 100*float64(a.detect)/float64(a.trials), a.detectErr, a.missNoise, a.missWithin, 100*median)
 }
 
-// measureAccuracy runs trials of three interleaved sides — base, an
-// unchanged head (A/A) and a head slowed down by slowdown — max(counts)
-// runs each, and gates base against each head with the default policy
-// using the first count runs, for each count.
-func measureAccuracy(ctx context.Context, tb testing.TB, run runFunc, trials int, counts []int, slowdown float64) []accuracy {
+// A trial is one set of interleaved runs: base, an unchanged head (A/A)
+// and a head slowed down by the slowdown factor.
+type trial struct {
+	base, aa, slow []map[string]float64
+}
+
+// collectTrials runs n trials of runs runs per side, interleaving the
+// three sides run by run so that drift hits them alike.
+func collectTrials(ctx context.Context, tb testing.TB, run runFunc, n, runs int, slowdown float64) []trial {
 	tb.Helper()
-	maxCount := 0
-	for _, c := range counts {
-		maxCount = max(maxCount, c)
-	}
-	out := make([]accuracy, len(counts))
-	for i, c := range counts {
-		out[i] = accuracy{count: c, trials: trials}
-	}
-	dir := tb.TempDir()
-	for trial := range trials {
-		var base, aa, slow []map[string]float64
-		for range maxCount {
+	out := make([]trial, n)
+	for i := range out {
+		t := &out[i]
+		for range runs {
 			for _, side := range []struct {
 				dst      *[]map[string]float64
 				slowdown float64
-			}{{&base, 1}, {&aa, 1}, {&slow, slowdown}} {
+			}{{&t.base, 1}, {&t.aa, 1}, {&t.slow, slowdown}} {
 				m, err := run(ctx, side.slowdown)
-				require.NoError(tb, err, "trial %d", trial)
+				require.NoError(tb, err, "trial %d", i)
 				*side.dst = append(*side.dst, m)
-			}
-		}
-		for i, c := range counts {
-			baseFile := writeRuns(tb, dir, "base", base[:c])
-			for _, head := range []struct {
-				name string
-				runs []map[string]float64
-			}{{"aa", aa[:c]}, {"slow", slow[:c]}} {
-				rep, _ := Run(ctx, Config{Base: []string{baseFile}, Head: []string{writeRuns(tb, dir, head.name, head.runs)}})
-				require.NotNil(tb, rep)
-				for _, c := range rep.Comparisons {
-					if c.Unit != "ttft-p99-sec" || c.Verdict == Error {
-						continue
-					}
-					switch {
-					case head.name == "aa" && c.Significant:
-						out[i].aaSignificant++
-					case head.name == "slow":
-						out[i].slowDeltas = append(out[i].slowDeltas, c.Delta)
-						if !c.Significant {
-							out[i].missNoise++
-						} else if c.Verdict == Pass {
-							out[i].missWithin++
-						}
-					}
-				}
-				switch {
-				case head.name == "aa" && rep.Verdict == Fail:
-					out[i].aaFail++
-					for _, f := range rep.Failures() {
-						out[i].aaFailUnits = append(out[i].aaFailUnits, f.Unit)
-					}
-				case head.name == "aa" && rep.Verdict == Error:
-					out[i].aaError++
-				case head.name == "slow" && rep.Verdict == Error:
-					out[i].detectErr++
-				case head.name == "slow":
-					for _, f := range rep.Failures() {
-						if f.Unit == "ttft-p99-sec" {
-							out[i].detect++
-							break
-						}
-					}
-				}
 			}
 		}
 	}
 	return out
+}
+
+// gateAccuracy gates base against each head of every trial under pol,
+// using the first count runs of each side, for each count. ttft names the
+// TTFT unit pol gates: a slowdown counts as detected when that unit fails.
+func gateAccuracy(ctx context.Context, tb testing.TB, trials []trial, counts []int, pol *Policy, ttft string) []accuracy {
+	tb.Helper()
+	out := make([]accuracy, len(counts))
+	dir := tb.TempDir()
+	for i, count := range counts {
+		a := &out[i]
+		*a = accuracy{count: count, trials: len(trials)}
+		for _, t := range trials {
+			baseFile := writeRuns(tb, dir, "base", t.base[:count])
+			for _, head := range []struct {
+				name string
+				runs []map[string]float64
+			}{{"aa", t.aa[:count]}, {"slow", t.slow[:count]}} {
+				rep, _ := Run(ctx, Config{Base: []string{baseFile}, Head: []string{writeRuns(tb, dir, head.name, head.runs)}, Policy: pol})
+				require.NotNil(tb, rep)
+				a.add(rep, head.name == "slow", ttft)
+			}
+		}
+	}
+	return out
+}
+
+// add counts one gate report: an A/A comparison or a slowdown's.
+func (a *accuracy) add(rep *Report, slow bool, ttft string) {
+	for _, c := range rep.Comparisons {
+		if c.Unit != ttft || c.Verdict == Error {
+			continue
+		}
+		switch {
+		case !slow && c.Significant:
+			a.aaSignificant++
+		case slow:
+			a.slowDeltas = append(a.slowDeltas, c.Delta)
+			if !c.Significant {
+				a.missNoise++
+			} else if c.Verdict == Pass {
+				a.missWithin++
+			}
+		}
+	}
+	switch {
+	case !slow && rep.Verdict == Fail:
+		a.aaFail++
+		for _, f := range rep.Failures() {
+			a.aaFailUnits = append(a.aaFailUnits, f.Unit)
+		}
+	case !slow && rep.Verdict == Error:
+		a.aaError++
+	case slow && rep.Verdict == Error:
+		a.detectErr++
+	case slow:
+		for _, f := range rep.Failures() {
+			if f.Unit == ttft {
+				a.detect++
+				break
+			}
+		}
+	}
 }
 
 // writeRuns writes runs as a servegate benchfmt file and returns its path.
@@ -182,7 +197,9 @@ func syntheticRun(seed uint64) runFunc {
 // at most 5% and detection at least 90% at count 10.
 // go test ./ci/gate -run TestAccuracySynthetic -v prints them.
 func TestAccuracySynthetic(t *testing.T) {
-	res := measureAccuracy(context.Background(), t, syntheticRun(1), 100, []int{5, 10}, 1.10)
+	ctx := context.Background()
+	trials := collectTrials(ctx, t, syntheticRun(1), 100, 10, 1.10)
+	res := gateAccuracy(ctx, t, trials, []int{5, 10}, DefaultPolicy(), "ttft-p99-sec")
 	for _, r := range res {
 		t.Logf("synthetic samples (seeded model, not the simulator), 100 trials, default policy (ttft-p99-sec 5%%, goodput-req/s 5%%): %s", r)
 		require.Zero(t, r.aaError+r.detectErr, "no comparison may error at count %d", r.count)

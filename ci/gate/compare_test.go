@@ -90,6 +90,9 @@ func TestCompareScript(t *testing.T) {
 		cmd := exec.Command(script, refs...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "COUNT="+count, "PKGS=./bench/...", "OUT="+out)
+		if len(refs) == 2 && refs[0] == refs[1] {
+			cmd.Env = append(cmd.Env, "WARMUP=1")
+		}
 		if count == "3" {
 			cmd.Env = append(cmd.Env, "NO_BENCHFMT=1") // gate go test's output instead
 		}
@@ -136,9 +139,15 @@ func TestCompareScript(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(wt), "\n"), string(wt))
 
-	// Head = base: identical samples, no change.
-	code, _, log = compare("4", base, base)
+	// Head = base: identical samples, no change; one discarded warm-up.
+	code, out, log = compare("4", base, base)
 	assert.Equal(t, ExitPass, code, log)
+	runs, err = os.ReadFile(filepath.Join(out, "runs.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(runs), "\nwarmup 1 base\nwarmup 1 head\nrun 1 base\n")
+	baseTxt, err := os.ReadFile(filepath.Join(out, "base.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(string(baseTxt), "BenchmarkServe"), "warm-ups are not gated")
 
 	// Too few runs is the gate's input error, passed through.
 	code, out, log = compare("3", base)

@@ -126,21 +126,23 @@ func cellText(c *Comparison) (base, head string) {
 }
 
 // vsBase renders the comparison as benchstat's "vs base" column:
-// "~" when not significant, else the change, then "(p=0.000 n=10)".
+// "~" when not significant, else the change, then "(p=0.000 n=10)". It
+// shows benchstat's view, the unadjusted p; the gate column shows the
+// Holm-adjusted one when the correction is on.
 func vsBase(c *Comparison) string {
 	if c.Base == nil || c.Head == nil {
 		return ""
 	}
 	delta := "~"
-	if c.PAdjusted <= c.Alpha {
+	if c.P <= c.Alpha {
 		delta = pct(c.Delta)
 		if c.Delta == 0 {
 			delta = "0.00%"
 		}
 	}
 	p := ""
-	if c.PAdjusted != 0 {
-		p = fmt.Sprintf("p=%0.3f ", c.PAdjusted)
+	if c.P != 0 {
+		p = fmt.Sprintf("p=%0.3f ", c.P)
 	}
 	n := fmt.Sprintf("n=%d", c.Base.N)
 	if c.Base.N != c.Head.N {

@@ -66,7 +66,8 @@ type Sample struct {
 	// (AssumeExact), in the unit.
 	Center float64 `json:"center"`
 	// Lo and Hi bound the confidence interval of Center; they are
-	// infinite when there are too few runs for one (fewer than 6 at 95%).
+	// infinite when there are too few runs for one (fewer than 6 at 95%),
+	// null in JSON.
 	Lo float64 `json:"-"`
 	Hi float64 `json:"-"`
 	// Range is benchstat's "± x%" rendering of the interval.

@@ -54,11 +54,25 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	filter := fs.String("filter", "", "benchstat -filter `query`: gate only matching results")
 	ignore := fs.String("ignore", "", "benchstat -ignore `keys`: configuration keys that may differ between base and head")
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitPass
+	// Flags may come after BASE and HEAD too: parse, take one positional
+	// argument, parse again. After "--" everything is positional.
+	var files []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitPass
+			}
+			return ExitBadInput
 		}
-		return ExitBadInput
+		after := fs.Args()
+		if len(after) == 0 {
+			break
+		}
+		if n := len(rest) - len(after); n > 0 && rest[n-1] == "--" {
+			files = append(files, after...)
+			break
+		}
+		files, rest = append(files, after[0]), after[1:]
 	}
 	if *printPolicy {
 		fmt.Fprint(stdout, DefaultPolicyYAML)
@@ -70,9 +84,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return ExitBadInput
 	}
-	if fs.NArg() != 2 {
+	if len(files) != 2 {
 		fs.Usage()
-		return fail(fmt.Errorf("want BASE and HEAD, got %d arguments", fs.NArg()))
+		return fail(fmt.Errorf("want BASE and HEAD, got %d arguments", len(files)))
 	}
 	write, err := formatter(*format)
 	if err != nil {
@@ -89,7 +103,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pol.Holm = pol.Holm || *holm
 
-	cfg := Config{Base: []string{fs.Arg(0)}, Head: []string{fs.Arg(1)}, Policy: pol, Filter: *filter, Ignore: *ignore}
+	cfg := Config{Base: files[:1], Head: files[1:], Policy: pol, Filter: *filter, Ignore: *ignore}
 	rep, runErr := Run(ctx, cfg)
 	if rep == nil {
 		return fail(runErr)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,8 @@ func TestMainCrafted(t *testing.T) {
 		{name: "regression-tolerant", args: args([]string{"-policy", "testdata/policy/tolerant.yaml"}, pair("regression")), wantExit: ExitPass},
 		{name: "regression-absolute", args: args([]string{"-policy", "testdata/policy/absolute.yaml"}, pair("regression")), wantExit: ExitPass},
 		{name: "regression-holm", args: args([]string{"-holm"}, pair("regression")), wantExit: ExitRegression},
+		{name: "regression-holm", args: append(pair("regression"), "-holm"), wantExit: ExitRegression},
+		{name: "regression-holm", args: []string{pair("regression")[0], "-holm", "--", pair("regression")[1]}, wantExit: ExitRegression},
 		{name: "config-ignored", args: args([]string{"-ignore", "target"}, pair("config")), wantExit: ExitPass},
 		{name: "regression-markdown", args: args([]string{"-format", "markdown"}, pair("regression")), wantExit: ExitRegression},
 		{name: "regression-json", args: args([]string{"-format", "json"}, pair("regression")), wantExit: ExitRegression},
@@ -186,8 +189,18 @@ func TestMainOutputs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(jsText, &rep))
 	assert.Equal(t, Fail, rep.Verdict)
+	// The JSON round-trips into a Report.
+	want, err := Run(context.Background(), Config{Base: pair("regression")[:1], Head: pair("regression")[1:]})
+	require.NoError(t, err)
+	require.Len(t, rep.Comparisons, len(want.Comparisons))
+	for i, c := range rep.Comparisons {
+		w := *want.Comparisons[i]
+		w.problem = nil
+		slices.SortFunc(w.Config, func(a, b KeyValue) int { return strings.Compare(a.Key, b.Key) })
+		assert.Equal(t, w, *c, "comparison %d", i)
+	}
 
-	for _, bad := range [][]string{{"only-one.txt"}, {"-nosuchflag", "a", "b"}} {
+	for _, bad := range [][]string{{"only-one.txt"}, {"-nosuchflag", "a", "b"}, {"a", "b", "c"}, {"a", "--", "b", "-holm"}} {
 		stderr.Reset()
 		assert.Equal(t, ExitBadInput, Main(context.Background(), bad, &stdout, &stderr), "%v", bad)
 		assert.NotEmpty(t, stderr.String())

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -50,26 +49,6 @@ type Comparison struct {
 	Warnings []string `json:"warnings,omitempty"`
 
 	problem *problem // why Verdict is Error
-}
-
-// MarshalJSON writes the comparison with the direction and tolerance in
-// words and a non-finite Delta as null.
-func (c *Comparison) MarshalJSON() ([]byte, error) {
-	type plain Comparison
-	out := struct {
-		*plain
-		Delta     *float64 `json:"delta"`
-		Better    string   `json:"better,omitempty"`
-		Tolerance string   `json:"tolerance,omitempty"`
-	}{plain: (*plain)(c)}
-	if c.Base != nil && c.Head != nil && !math.IsInf(c.Delta, 0) && !math.IsNaN(c.Delta) {
-		d := c.Delta
-		out.Delta = &d
-	}
-	if c.Gated {
-		out.Better, out.Tolerance = directionWord(c.Better), c.Tolerance.String()
-	}
-	return json.Marshal(out)
 }
 
 // relChange returns new/old - 1, 0 when equal, ±Inf when old is 0.
@@ -121,13 +100,17 @@ func judge(c *Comparison, pol *Policy, gated int) {
 	if !c.Tolerance.Relative {
 		badMove = float64(bad) * (c.Head.Center - c.Base.Center)
 	}
-	p := fmt.Sprintf("p=%.3f", c.PAdjusted)
+	pName := "p"
+	if pol.Holm {
+		pName = "Holm-adjusted p"
+	}
+	p := fmt.Sprintf("%s=%.3f", pName, c.PAdjusted)
 	if c.Assume == "exact" {
 		p = "exact"
 	}
 	switch {
 	case !c.Significant:
-		c.Verdict, c.Reason = Pass, fmt.Sprintf("no significant change (p=%.3f > α=%v)", c.PAdjusted, alpha)
+		c.Verdict, c.Reason = Pass, fmt.Sprintf("no significant change (%s > α=%v)", p, alpha)
 	case c.Head.Center == c.Base.Center:
 		c.Verdict, c.Reason = Pass, fmt.Sprintf("no change (%s)", p)
 	case badMove <= 0:

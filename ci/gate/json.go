@@ -1,0 +1,110 @@
+package gate
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+	"slices"
+)
+
+// The JSON forms of Sample and Comparison: infinite or undefined numbers
+// become null, the file configuration an object, direction and tolerance
+// words.
+
+// MarshalJSON writes the sample with an infinite bound as null.
+func (s *Sample) MarshalJSON() ([]byte, error) {
+	type plain Sample
+	bound := func(v float64) *float64 {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		*plain
+		Lo *float64 `json:"lo"`
+		Hi *float64 `json:"hi"`
+	}{(*plain)(s), bound(s.Lo), bound(s.Hi)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Sample) UnmarshalJSON(data []byte) error {
+	type plain Sample
+	in := struct {
+		*plain
+		Lo *float64 `json:"lo"`
+		Hi *float64 `json:"hi"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	s.Lo, s.Hi = math.Inf(-1), math.Inf(1)
+	if in.Lo != nil {
+		s.Lo = *in.Lo
+	}
+	if in.Hi != nil {
+		s.Hi = *in.Hi
+	}
+	return nil
+}
+
+// MarshalJSON writes the comparison with the file configuration as an
+// object, the direction and tolerance in words, and a non-finite Delta as
+// null.
+func (c *Comparison) MarshalJSON() ([]byte, error) {
+	type plain Comparison
+	out := struct {
+		*plain
+		Config    map[string]string `json:"config,omitempty"`
+		Delta     *float64          `json:"delta"`
+		Better    string            `json:"better,omitempty"`
+		Tolerance string            `json:"tolerance,omitempty"`
+	}{plain: (*plain)(c)}
+	if len(c.Config) > 0 {
+		out.Config = map[string]string{}
+		for _, kv := range c.Config {
+			out.Config[kv.Key] = kv.Value
+		}
+	}
+	if c.Base != nil && c.Head != nil && !math.IsInf(c.Delta, 0) && !math.IsNaN(c.Delta) {
+		d := c.Delta
+		out.Delta = &d
+	}
+	if c.Gated {
+		out.Better, out.Tolerance = directionWord(c.Better), c.Tolerance.String()
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes. The configuration comes
+// back sorted by key: JSON objects keep no order.
+func (c *Comparison) UnmarshalJSON(data []byte) error {
+	type plain Comparison
+	in := struct {
+		*plain
+		Config    map[string]string `json:"config"`
+		Delta     *float64          `json:"delta"`
+		Better    string            `json:"better"`
+		Tolerance string            `json:"tolerance"`
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	c.Config = nil
+	for _, k := range slices.Sorted(maps.Keys(in.Config)) {
+		c.Config = append(c.Config, KeyValue{Key: k, Value: in.Config[k]})
+	}
+	c.Delta = math.NaN()
+	if in.Delta != nil {
+		c.Delta = *in.Delta
+	}
+	c.Better = map[string]int{"higher": 1, "lower": -1}[in.Better]
+	if in.Tolerance != "" {
+		t, err := ParseTolerance(in.Tolerance)
+		if err != nil {
+			return err
+		}
+		c.Tolerance = t
+	}
+	return nil
+}
