@@ -11,7 +11,8 @@
 #     completions and chat backends, and the table (TestE2ECompare).
 #
 # Settings: VLLM_VENV, SERVEGATE_IMAGE, SERVEGATE_E2E_OUT (results),
-# SERVEGATE_E2E_NUM_PROMPTS / _INPUT_LEN / _OUTPUT_LEN, VLLM_PORT, and
+# SERVEGATE_E2E_NUM_PROMPTS / _INPUT_LEN / _OUTPUT_LEN / _MAX_CONCURRENCY,
+# VLLM_PORT, and
 # E2E_STEPS (default "container bench") to run a part only, E2E_ORDER
 # (default "servegate vllm") for which tool runs first.
 #
@@ -65,6 +66,7 @@ if [[ " $steps " == *" bench "* ]]; then
 			--num-prompts "$SERVEGATE_E2E_NUM_PROMPTS" --custom-output-len "$SERVEGATE_E2E_OUTPUT_LEN"
 			--ignore-eos --seed 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99
 			--save-result --result-dir "$out" --result-filename "vllm-$backend.json")
+		[ -n "${SERVEGATE_E2E_MAX_CONCURRENCY:-}" ] && cmd+=(--max-concurrency "$SERVEGATE_E2E_MAX_CONCURRENCY")
 		for tool in $order; do
 			if [ "$tool" = servegate ]; then
 				SERVEGATE_E2E_BACKEND=$backend go test ./containers/vllm/ -run '^TestE2EBench$' -v -count=1 -timeout 30m
