@@ -2,9 +2,11 @@ package vllm_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +107,37 @@ func get(t *testing.T, url string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, b)
 	return string(b)
+}
+
+// TestE2EStartFailureLogs shows the log tail of a vLLM that cannot start:
+// the logger gets vLLM's own complaint and Run an error, well before the
+// startup timeout.
+func TestE2EStartFailureLogs(t *testing.T) {
+	requireE2E(t)
+	dockertest.Require(t)
+	img := os.Getenv(vllm.ImageEnv)
+	if img == "" {
+		img = vllm.LocalImage
+	}
+	t.Setenv("HF_TOKEN", "hf_e2e_not_a_real_token")
+	var logs recordingLogger
+	c, err := vllm.Run(context.Background(), img,
+		vllm.WithModel("/models/none"),
+		vllm.WithExtraArgs("--dtype", "not-a-dtype"),
+		vllm.WithStartupTimeout(5*time.Minute),
+		vllm.WithLogger(&logs),
+	)
+	testcontainers.CleanupContainer(t, c)
+	require.Error(t, err)
+	assert.Contains(t, logs.String(), "not-a-dtype", "vLLM's complaint reaches the logger")
+	assert.Contains(t, logs.String(), "vllm container log (start failed)")
+	assert.NotContains(t, logs.String(), "hf_e2e_not_a_real_token", "the token is never logged")
+	assert.NotContains(t, err.Error(), "hf_e2e_not_a_real_token", "nor in the error")
+}
+
+// recordingLogger keeps what is logged.
+type recordingLogger struct{ strings.Builder }
+
+func (l *recordingLogger) Logf(format string, args ...any) {
+	fmt.Fprintf(&l.Builder, format+"\n", args...)
 }

@@ -197,13 +197,15 @@ func WithShmSize(bytes int64) Option {
 
 // WithStartupTimeout sets how long Run waits for /health to answer 200 (both
 // the wait strategy's startup timeout and the overall deadline). A CPU model
-// load takes minutes; the default is DefaultStartupTimeout.
+// load takes minutes; zero keeps the default, DefaultStartupTimeout.
 func WithStartupTimeout(d time.Duration) Option {
 	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("with startup timeout: %v, want > 0", d)
+		switch {
+		case d < 0:
+			return fmt.Errorf("with startup timeout: %v, want >= 0", d)
+		case d > 0:
+			o.startupTimeout = d
 		}
-		o.startupTimeout = d
 		return nil
 	}
 }

@@ -110,8 +110,13 @@ func TestHostConfig(t *testing.T) {
 }
 
 func TestHealthWaitUsesStartupTimeout(t *testing.T) {
-	for _, d := range []time.Duration{DefaultStartupTimeout, 90 * time.Second} {
-		_, req := request(t, WithStartupTimeout(d))
+	for _, tt := range []struct{ set, want time.Duration }{
+		{DefaultStartupTimeout, DefaultStartupTimeout},
+		{90 * time.Second, 90 * time.Second},
+		{0, DefaultStartupTimeout}, // zero keeps the default
+	} {
+		d := tt.want
+		_, req := request(t, WithStartupTimeout(tt.set))
 		multi, ok := req.WaitingFor.(*wait.MultiStrategy)
 		require.True(t, ok, "deadline wrapper, got %T", req.WaitingFor)
 		assert.Equal(t, d, *multi.Timeout(), "default for inner strategies")
@@ -129,7 +134,7 @@ func TestInvalidOptions(t *testing.T) {
 		"with max model len: 0":       WithMaxModelLen(0),
 		"with kv cache space: -1":     WithKVCacheSpace(-1),
 		"with shm size: 0":            WithShmSize(0),
-		"with startup timeout: 0s":    WithStartupTimeout(0),
+		"with startup timeout: -1s":   WithStartupTimeout(-time.Second),
 		"with hf cache dir: empty":    WithHFCacheDir(""),
 		"with hf cache volume: empty": WithHFCacheVolume(""),
 		"with model dir: empty":       WithModelDir("", "/m"),
