@@ -236,3 +236,16 @@ func TestBenchResultKeysMatchVLLM(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, jsonKeys(t, data))
 }
+
+func TestBenchMaxDuration(t *testing.T) {
+	tok := fixtures.Tokenizer(t, fixtures.Llama3)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--target", "inproc", "--model", "m", "--tokenizer", tok,
+		"--num-prompts", "100", "--random-input-len", "16", "--random-output-len", "4", "--request-rate", "10",
+		"--max-duration-sec", "1", "--no-plot"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "warning: run stopped early: maximum duration reached")
+	m := regexp.MustCompile(`Successful requests:\s+(\d+)`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, m, stdout.String())
+	assert.NotEqual(t, "100", m[1], "100 requests at 10 req/s cannot all finish in 1 s")
+}

@@ -119,6 +119,7 @@ type benchArgs struct {
 	Progress          bool
 	NoPlot            bool
 	RequestTimeoutSec float64
+	MaxDurationSec    float64
 }
 
 const (
@@ -254,6 +255,7 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.boolVar(&a.Progress, "progress", g, "Show the progress bar even when output is not a terminal.")
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
+	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
 }
 
 func randomHex(n int) string {

@@ -148,6 +148,7 @@ func TestParseBenchErrors(t *testing.T) {
 		{"zero rate", "--model m --request-rate 0", 1, "--request-rate must be positive"},
 		{"zero burstiness", "--model m --burstiness 0", 1, "--burstiness must be positive"},
 		{"negative warmups", "--model m --num-warmups -1", 1, "--num-warmups must not be negative"},
+		{"negative max duration", "--model m --max-duration-sec -1", 1, "--max-duration-sec must not be negative, got -1.0"},
 		{"zero timeout", "--model m --request-timeout-sec 0", 1, "--request-timeout-sec must be positive"},
 		{"target with url", "--model m --target inproc --base-url http://x", 1, "--target inproc starts its own server: do not give --base-url, --host or --port"},
 		{"target with port", "--model m --target sim --port 9", 1, "--target sim starts its own server"},

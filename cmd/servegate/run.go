@@ -77,7 +77,6 @@ func (r *benchRun) execute(ctx context.Context) error {
 	cfg := engineConfig(a, plan, tgt.BaseURL, tok)
 	if sc := r.scenario; sc != nil {
 		cfg.TraceArrivals, cfg.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
-		cfg.MaxDuration = sc.Load.MaxDuration.D()
 	}
 	r.printTraffic()
 	var bar *report.ProgressBar
@@ -244,6 +243,7 @@ func engineConfig(a *benchArgs, plan *benchPlan, baseURL string, tok *tokenizer.
 		NumWarmups:      a.NumWarmups,
 		ReadyTimeout:    time.Duration(a.ReadyCheckTimeoutSec) * time.Second,
 		RequestTimeout:  time.Duration(a.RequestTimeoutSec * float64(time.Second)),
+		MaxDuration:     time.Duration(a.MaxDurationSec * float64(time.Second)),
 		Seed:            int64(a.Seed),
 		IgnoreEOS:       plan.IgnoreEOS,
 		Logprobs:        a.Logprobs,

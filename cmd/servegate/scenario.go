@@ -17,8 +17,8 @@ import (
 // A scenario file runs through the same pipeline as the flags: its keys
 // become vllm bench serve flags, placed before the command line's own so
 // that a flag given explicitly wins (argparse keeps the last value). Keys
-// no vLLM flag expresses (max_duration, trace replay, simulator profile and
-// knobs, SLO bounds) travel beside the flags in the benchRun.
+// no flag expresses (trace replay, simulator profile and knobs, container
+// image and args, SLO bounds) travel beside the flags in the benchRun.
 
 // scenarioFlag returns the --scenario value of a command line (spelled in
 // any way the parser accepts: --scenario=F, an unambiguous prefix, ...).
@@ -141,6 +141,9 @@ func scenarioArgs(sc *scenario.Scenario) ([]string, error) {
 		add("--max-concurrency", strconv.Itoa(l.MaxConcurrency))
 	}
 	add("--num-warmups", strconv.Itoa(l.Warmups))
+	if l.MaxDuration > 0 {
+		add("--max-duration-sec", num(l.MaxDuration.D().Seconds()))
+	}
 	if l.RequestTimeout > 0 {
 		add("--request-timeout-sec", num(l.RequestTimeout.D().Seconds()))
 	}

@@ -35,6 +35,7 @@ load:
   warmups: 2
   request_timeout: 30s
   ready_timeout: 5s
+  max_duration: 90s
 sampling: {temperature: 0.5, top_k: 4}
 headers: {x-a: "1"}
 extra_body: {chat_template_kwargs: {enable_thinking: false}}
@@ -69,6 +70,7 @@ slo:
 	assert.Equal(t, 6, *a.MaxConcurrency)
 	assert.Equal(t, 2, a.NumWarmups)
 	assert.Equal(t, 30.0, a.RequestTimeoutSec)
+	assert.Equal(t, 90.0, a.MaxDurationSec)
 	assert.Equal(t, 5, a.ReadyCheckTimeoutSec)
 	assert.Equal(t, 0.5, *a.Temperature)
 	assert.Equal(t, 4, *a.TopK)

@@ -224,6 +224,9 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if a.NumWarmups < 0 {
 		return fmt.Errorf("--num-warmups must not be negative, got %d", a.NumWarmups)
 	}
+	if a.MaxDurationSec < 0 || math.IsNaN(a.MaxDurationSec) {
+		return fmt.Errorf("--max-duration-sec must not be negative, got %s", pyFloat(a.MaxDurationSec))
+	}
 	if a.RequestTimeoutSec <= 0 {
 		return fmt.Errorf("--request-timeout-sec must be positive, got %s", pyFloat(a.RequestTimeoutSec))
 	}
