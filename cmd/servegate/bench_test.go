@@ -249,3 +249,24 @@ func TestBenchMaxDuration(t *testing.T) {
 	require.NotNil(t, m, stdout.String())
 	assert.NotEqual(t, "100", m[1], "100 requests at 10 req/s cannot all finish in 1 s")
 }
+
+// TestBenchDatasetErrors: the dataset's own validation (vLLM's, in vLLM's
+// order) reaches the user before any target starts.
+func TestBenchDatasetErrors(t *testing.T) {
+	tok := fixtures.Tokenizer(t, fixtures.Llama3)
+	cases := []struct{ args, want string }{
+		{"--random-range-ratio 1.5", "input length 1024 is too small"},
+		{"--random-input-len 1", "input length 1 is too small"},
+		{"--dataset-name sharegpt", "load sharegpt dataset: no dataset path"},
+		{"--dataset-name custom --dataset-path /nonexistent.jsonl", "/nonexistent.jsonl"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.args, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"bench", "--target", "inproc", "--model", "m", "--tokenizer", tok}, strings.Fields(tc.args)...)
+			assert.Equal(t, 1, run(context.Background(), args, &stdout, &stderr))
+			assert.Contains(t, stderr.String(), tc.want)
+			assert.NotContains(t, stdout.String(), "Started inproc target", "the dataset is checked first")
+		})
+	}
+}
