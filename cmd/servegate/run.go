@@ -31,18 +31,15 @@ type benchRun struct {
 	now func() time.Time
 }
 
-// execute runs the benchmark end to end: tokenizer, target, dataset,
-// engine, summary, then the console report, the result files and the
-// HTML report.
+// execute runs the benchmark end to end: tokenizer and dataset, target,
+// engine, then the summary, console block, result files and HTML report.
 func (r *benchRun) execute(ctx context.Context) error {
-	a, plan := r.args, r.plan
-	tok, err := loadTokenizer(ctx, plan.TokenizerID)
+	tok, err := loadTokenizer(ctx, r.plan.TokenizerID)
 	if err != nil {
 		return err
 	}
 	defer tok.Close()
-
-	spec := datasetSpec(a)
+	spec := datasetSpec(r.args)
 	if sc := r.scenario; sc != nil {
 		spec.TraceReplay, spec.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
 	}
@@ -50,16 +47,7 @@ func (r *benchRun) execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-
-	served := a.Model
-	if a.ServedModelName != nil {
-		served = *a.ServedModelName
-	}
-	so, err := r.targetOptions()
-	if err != nil {
-		return err
-	}
-	tgt, err := startTarget(ctx, a.Target, plan.BaseURL, a.Model, served, tok, so, r.stderr)
+	tgt, err := r.startTarget(ctx, tok)
 	if err != nil {
 		return err
 	}
@@ -70,11 +58,38 @@ func (r *benchRun) execute(ctx context.Context) error {
 			fmt.Fprintf(r.stderr, "stop %s target: %v\n", tgt.Kind, err)
 		}
 	}()
+	res, err := r.drive(ctx, tgt, tok, samples)
+	if err != nil {
+		return err
+	}
+	return r.output(tgt, res)
+}
+
+// startTarget starts (or names) the server the run talks to.
+func (r *benchRun) startTarget(ctx context.Context, tok *tokenizer.Tokenizer) (*benchTarget, error) {
+	a := r.args
+	served := a.Model
+	if a.ServedModelName != nil {
+		served = *a.ServedModelName
+	}
+	so, err := r.targetOptions()
+	if err != nil {
+		return nil, err
+	}
+	tgt, err := startTarget(ctx, a.Target, r.plan.BaseURL, a.Model, served, tok, so, r.stderr)
+	if err != nil {
+		return nil, err
+	}
 	if tgt.Kind != "url" {
 		fmt.Fprintf(r.stdout, "Started %s target at %s\n", tgt.Kind, tgt.BaseURL)
 	}
+	return tgt, nil
+}
 
-	cfg := engineConfig(a, plan, tgt.BaseURL, tok)
+// drive runs the engine over the samples, with the progress bar.
+func (r *benchRun) drive(ctx context.Context, tgt *benchTarget, tok *tokenizer.Tokenizer, samples []dataset.Sample) (*engine.Result, error) {
+	a := r.args
+	cfg := engineConfig(a, r.plan, tgt.BaseURL, tok)
 	if sc := r.scenario; sc != nil {
 		cfg.TraceArrivals, cfg.TraceSpeed = sc.Load.TraceReplay, sc.Load.TraceSpeed
 	}
@@ -90,7 +105,7 @@ func (r *benchRun) execute(ctx context.Context) error {
 		bar.Finish()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(r.stderr, "warning: %v\n", w)
@@ -98,7 +113,13 @@ func (r *benchRun) execute(ctx context.Context) error {
 	if res.Stopped != nil {
 		fmt.Fprintf(r.stderr, "warning: run stopped early: %v\n", res.Stopped)
 	}
+	return res, nil
+}
 
+// output summarises the run and writes everything asked for: plots,
+// the console block, result files, the HTML report and SLO verdicts.
+func (r *benchRun) output(tgt *benchTarget, res *engine.Result) error {
+	a, plan := r.args, r.plan
 	sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{
 		PercentileMetrics: plan.PercentileMetrics,
 		Percentiles:       plan.Percentiles,
