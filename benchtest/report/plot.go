@@ -134,10 +134,18 @@ func WriteTermPlot(w io.Writer, p TermPlot, ys []float64) error {
 		prev = cur
 	}
 
+	integral := true // counts get whole-number labels
+	for _, v := range ys {
+		integral = integral && v == math.Trunc(v)
+	}
 	labelW := 0
 	labels := make([]string, height)
 	for r := range labels {
-		labels[r] = formatTick(lo + (hi-lo)*float64(r)/float64(height-1))
+		v := lo + (hi-lo)*float64(r)/float64(height-1)
+		if integral {
+			v = math.Round(v)
+		}
+		labels[r] = formatTick(v)
 		labelW = max(labelW, len(labels[r]))
 	}
 	var b strings.Builder
