@@ -106,6 +106,13 @@ func WriteTermPlot(w io.Writer, p TermPlot, ys []float64) error {
 	if hi == lo {
 		hi = lo + 1
 	}
+	integral := true // counts get whole-number labels, one row per count at most
+	for _, v := range ys {
+		integral = integral && v == math.Trunc(v)
+	}
+	if integral && hi-lo < float64(height-1) {
+		height = max(2, int(hi-lo)+1)
+	}
 	row := func(v float64) int { return int(math.Round((v - lo) / (hi - lo) * float64(height-1))) }
 
 	grid := make([][]rune, height)
@@ -134,10 +141,6 @@ func WriteTermPlot(w io.Writer, p TermPlot, ys []float64) error {
 		prev = cur
 	}
 
-	integral := true // counts get whole-number labels
-	for _, v := range ys {
-		integral = integral && v == math.Trunc(v)
-	}
 	labelW := 0
 	labels := make([]string, height)
 	for r := range labels {
