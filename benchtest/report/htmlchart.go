@@ -110,8 +110,8 @@ func histogramSVG(title string, values []float64, xLabel string, marks []percent
 			x0+0.5, c.y(n), math.Max(0.5, x1-x0-1), c.y(0)-c.y(n), formatTick(lo+float64(i)*width), upper, int(n))
 	}
 	if clipped {
-		fmt.Fprintf(&c.b, `<text class="marklabel" x="%.1f" y="%.1f" text-anchor="end">tail to %s ms in last bin</text>`,
-			c.w-c.right, c.top+10+3*12, formatTick(sorted[len(sorted)-1]))
+		fmt.Fprintf(&c.b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="end">last bin: up to %s ms</text>`,
+			c.w-c.right, c.h-6, formatTick(sorted[len(sorted)-1]))
 	}
 	for _, m := range marks {
 		v := percentileOf(sorted, m.P)
