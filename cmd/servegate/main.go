@@ -1,0 +1,78 @@
+// Command servegate benchmarks LLM servers and gates regressions.
+//
+//	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
+//	servegate sim ...     the vLLM-compatible simulator server
+//	servegate gate ...    compare benchmark results and fail on regressions
+//	servegate report ...  summarise a saved detailed result again
+//
+// Run `servegate <command> --help` for each command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `servegate benchmarks LLM serving and gates performance regressions.
+
+usage: servegate <command> [flags]
+
+commands:
+  bench   benchmark a server: a drop-in for 'vllm bench serve' (same flags,
+          same console report), plus --scenario, --target, --report
+  sim     run the vLLM-compatible simulator server
+  gate    compare base and head benchmark results; fail on a regression
+  report  summarise a saved detailed result again (console, plots, HTML)
+
+Run 'servegate <command> --help' for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one servegate command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
+	case "sim":
+		return runSim(ctx, args[1:], stdout, stderr)
+	case "gate":
+		return runGate(ctx, args[1:], stdout, stderr)
+	case "report":
+		return runReport(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "servegate: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// exitCode prints err the way argparse does for usage errors (status 2)
+// and as a plain error otherwise (status 1).
+func exitCode(prog string, err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "usage: %s [options]\n%s: error: %s\n", prog, prog, ue.msg)
+		return 2
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	return 1
+}

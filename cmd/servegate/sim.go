@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/servegate/servegate/containers/simulator/sim"
+)
+
+const simUsage = `usage: servegate sim [flags]
+
+Run servegate's vLLM-compatible simulator: an OpenAI API server (vLLM v0.13
+wire format) in front of a continuous-batching model that runs in real time,
+for benchmarks with no GPU and no model. Flags override SERVEGATE_SIM_*
+environment variables, which override the profile.
+
+`
+
+// runSim runs the simulator server until ctx is done.
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if wantsHelp(args) {
+		fmt.Fprint(stdout, simUsage)
+		sim.Main(ctx, args, stdout, stdout)
+		return 0
+	}
+	return sim.Main(ctx, args, stdout, stderr)
+}

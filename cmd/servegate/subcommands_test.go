@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSimServes starts `servegate sim` on a free loopback port, waits for
+// /health, then stops it through its context.
+func TestSimServes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"sim", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--model", "sim-model"}, &bytes.Buffer{}, &bytes.Buffer{})
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d/health", port)
+	healthy := false
+	for i := 0; i < 200 && !healthy; i++ {
+		select {
+		case code := <-done:
+			t.Fatalf("servegate sim exited early with %d", code)
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			healthy = resp.StatusCode == http.StatusOK
+			resp.Body.Close()
+		}
+		if !healthy {
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	require.True(t, healthy, "no 200 from %s", url)
+	cancel()
+	assert.Equal(t, 0, <-done)
+}
+
+func TestSimBadFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"sim", "--no-such-knob", "1"}, &bytes.Buffer{}, &stderr))
+	assert.Contains(t, stderr.String(), "no-such-knob")
+}
+
+func TestGateNeedsBaseAndHead(t *testing.T) {
+	var stderr bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"gate"}, &bytes.Buffer{}, &stderr))
+	assert.Contains(t, stderr.String(), "want BASE and HEAD")
+}
