@@ -87,7 +87,8 @@ type Config struct {
 	// RequestIDPrefix prefixes the index of samples that carry no
 	// RequestID; empty means "bench-<8 hex digits>-" as vLLM does.
 	RequestIDPrefix string
-	// RerankDocuments are the documents sent with every rerank query.
+	// RerankDocuments are the documents sent with a rerank query whose sample
+	// carries none (dataset random-rerank fills Sample.Documents).
 	RerankDocuments []string
 	// Profile calls /start_profile before the run and /stop_profile after.
 	Profile bool
@@ -296,8 +297,10 @@ func (cfg *Config) request(s dataset.Sample, i int, model string) client.Request
 		OutputLen: s.OutputLen,
 		RequestID: id,
 		Model:     model,
+		Inputs:    s.Inputs,
+		Documents: s.Documents,
 	}
-	if cfg.Backend == client.BackendVLLMRerank {
+	if cfg.Backend == client.BackendVLLMRerank && r.Documents == nil {
 		r.Documents = cfg.RerankDocuments
 	}
 	return r

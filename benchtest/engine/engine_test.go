@@ -260,3 +260,46 @@ func TestEmbeddingsRun(t *testing.T) {
 		t.Errorf("path %s", srv.paths[0])
 	}
 }
+
+// TestPoolingSamplesReachTheServer checks that the documents and batched
+// inputs a dataset puts in a sample are what the server receives.
+func TestPoolingSamplesReachTheServer(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		mu.Lock()
+		bodies = append(bodies, p)
+		mu.Unlock()
+		if strings.Contains(r.URL.Path, "rerank") {
+			w.Write([]byte(`{"results":[{"index":0,"relevance_score":0.5}],"usage":{"total_tokens":7}}`))
+			return
+		}
+		w.Write([]byte(`{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.5]}],"usage":{"prompt_tokens":4,"total_tokens":4}}`))
+	}))
+	defer srv.Close()
+
+	rerank := []dataset.Sample{{Prompt: "query", PromptLen: 1, Documents: []string{"doc a", "doc b"}, RequestID: "r0"}}
+	_, err := Run(t.Context(), Config{BaseURL: srv.URL, Backend: "vllm-rerank", Endpoint: "/v1/rerank", Model: "m",
+		RerankDocuments: []string{"fallback"}}, rerank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embed := []dataset.Sample{{Prompt: "x", PromptLen: 2, Inputs: []string{"one", "two"}, RequestID: "e0"}}
+	_, err = Run(t.Context(), Config{BaseURL: srv.URL, Backend: "openai-embeddings", Model: "m"}, embed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	if got := fmt.Sprint(bodies[0]["documents"]); got != "[doc a doc b]" {
+		t.Errorf("rerank documents %s, want the sample's", got)
+	}
+	if got := fmt.Sprint(bodies[1]["input"]); got != "[one two]" {
+		t.Errorf("embeddings input %s, want the sample's batch", got)
+	}
+}
