@@ -37,16 +37,11 @@ func startURL(ctx context.Context, spec scenario.Target) (*Target, error) {
 	}, nil
 }
 
-// simSettings turns the target's args ("--max_num_seqs=4", "slowdown=1.1")
-// and model into simulator knob settings.
+// simSettings is the target's simulator knobs plus the model it serves.
 func simSettings(spec scenario.Target) (map[string]string, error) {
-	set := map[string]string{}
-	for _, a := range spec.Args {
-		k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("simulator arg %q: want --knob=value", a)
-		}
-		set[strings.ReplaceAll(k, "-", "_")] = v
+	set, err := spec.SimKnobs()
+	if err != nil {
+		return nil, err
 	}
 	if m := firstNonEmpty(spec.ServedModelName, spec.Model); m != "" {
 		set["model"] = m

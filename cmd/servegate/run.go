@@ -185,7 +185,7 @@ func (r *benchRun) targetOptions() (targetOptions, error) {
 	switch kind := r.args.Target; {
 	case isSimulatorKind(sc.Target.Kind) && isSimulatorKind(kind):
 		so.Profile = sc.Target.Profile
-		knobs, err := simSettings(sc.Target)
+		knobs, err := sc.Target.SimKnobs()
 		if err != nil {
 			return so, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}

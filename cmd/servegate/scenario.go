@@ -220,17 +220,3 @@ func scenarioTokenizer(name, model string) (string, error) {
 	}
 	return name, nil
 }
-
-// simSettings turns a simulator target's args ("--max_num_seqs=4") into
-// knob settings.
-func simSettings(t scenario.Target) (map[string]string, error) {
-	set := map[string]string{}
-	for _, a := range t.Args {
-		k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("simulator arg %q: want --knob=value", a)
-		}
-		set[strings.ReplaceAll(k, "-", "_")] = v
-	}
-	return set, nil
-}

@@ -80,7 +80,7 @@ slo:
 	assert.Equal(t, []float64{50, 99.9}, plan.Percentiles)
 	assert.Equal(t, map[string]float64{"ttft": 500}, plan.Goodput)
 
-	knobs, err := simSettings(scs[0].Target)
+	knobs, err := scs[0].Target.SimKnobs()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"max_num_seqs": "4"}, knobs)
 }
