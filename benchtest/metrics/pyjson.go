@@ -118,50 +118,15 @@ func writePyJSON(b []byte, v any) []byte {
 		}
 		return append(b, '}')
 	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = writePyJSON(b, e)
-		}
-		return append(b, ']')
+		return appendPyList(b, x, writePyJSON)
 	case []int:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = strconv.AppendInt(b, int64(e), 10)
-		}
-		return append(b, ']')
+		return appendPyList(b, x, func(b []byte, e int) []byte { return strconv.AppendInt(b, int64(e), 10) })
 	case []float64:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = writePyJSON(b, e)
-		}
-		return append(b, ']')
+		return appendPyList(b, x, func(b []byte, e float64) []byte { return writePyJSON(b, e) })
 	case []string:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendPyString(b, e)
-		}
-		return append(b, ']')
+		return appendPyList(b, x, appendPyString)
 	case [][]float64:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = writePyJSON(b, e)
-		}
-		return append(b, ']')
+		return appendPyList(b, x, func(b []byte, e []float64) []byte { return writePyJSON(b, e) })
 	case map[string]any:
 		o := make(object, 0, len(x))
 		for _, k := range sortedKeys(x) {
@@ -219,4 +184,16 @@ func appendPyString(b []byte, s string) []byte {
 
 func appendU(b []byte, r rune) []byte {
 	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}
+
+// appendPyList appends xs as a JSON list with Python's ", " separator.
+func appendPyList[T any](b []byte, xs []T, appendElem func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, e := range xs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendElem(b, e)
+	}
+	return append(b, ']')
 }
