@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/benchtest/tokenizer"
 	"github.com/servegate/servegate/containers/simulator/sim"
-	"github.com/servegate/servegate/fixtures"
 )
 
 // A scenario file runs through the same pipeline as the flags: its keys
@@ -83,7 +81,7 @@ func scenarioArgs(sc *scenario.Scenario) ([]string, error) {
 	if t.ServedModelName != "" {
 		add("--served-model-name", t.ServedModelName)
 	}
-	tok, err := scenarioTokenizer(t.Tokenizer, model)
+	_, tok, err := scenario.ResolveTokenizer(t.Tokenizer, model)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
@@ -199,24 +197,4 @@ func scenarioArgs(sc *scenario.Scenario) ([]string, error) {
 		add("--goodput", gs...)
 	}
 	return args, nil
-}
-
-// scenarioTokenizer resolves target.tokenizer as the scenario runner does:
-// a fixture name (llama3, bert), a path or a model id; when empty, the
-// model's tokenizer if it is in the Hugging Face cache, else the Llama-3
-// fixture.
-func scenarioTokenizer(name, model string) (string, error) {
-	fixture := map[string]string{"llama3": fixtures.Llama3, "bert": fixtures.BERT}
-	if name == "" {
-		if model != "" && !strings.HasPrefix(model, "servegate/") {
-			if _, err := (tokenizer.Hub{}).Locate(model); err == nil {
-				return model, nil
-			}
-		}
-		name = "llama3"
-	}
-	if f, ok := fixture[name]; ok {
-		return fixtures.TokenizerPath(f)
-	}
-	return name, nil
 }
