@@ -13,9 +13,11 @@ import (
 // defaultSpinWindow is how long before a send time the dispatcher stops
 // sleeping on a Go timer and waits precisely instead. Go timers can wake up
 // to a millisecond late (the runtime's poller sleeps in whole
-// milliseconds), so the last stretch is a thread sleep (nanosleep, about
-// 50–100 µs late, no CPU) followed by a short yielding spin over the final
-// spinTail. Where no thread sleep is available the whole window is spun.
+// milliseconds), so the last stretch is a series of short thread sleeps
+// (threadSleep: a raw nanosleep, within the kernel's timer slack and
+// without giving up the processor) followed by a short yielding spin over
+// the final spinTail. Where no thread sleep is available the whole window
+// is spun.
 const defaultSpinWindow = 1500 * time.Microsecond
 
 // spinTail is the part of the window always spent polling the clock.
@@ -117,6 +119,10 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 			res.Records[i] = d.send(ctx, i, dispatched, prep)
 			d.progress()
 		})
+		// The new goroutine waits in this processor's run queue; yield so
+		// it sends now rather than when this loop next blocks (which, in
+		// the precise wait, may be the next send time).
+		runtime.Gosched()
 	}
 	wg.Wait()
 	res.Duration = time.Since(epoch)
