@@ -54,6 +54,21 @@ post chat-stream-request-id /v1/chat/completions \
 post completions-stream-n2 /v1/completions \
 	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":2,"n":2,"temperature":1,"seed":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}'
 
+# Logprobs and n>1 beyond the defaults of vllm bench serve: the wire shapes
+# the simulator must also produce.
+post completions-stream-logprobs3 /v1/completions \
+	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":2,"temperature":0,"ignore_eos":true,"logprobs":3,"stream":true}'
+post completions-nonstream-logprobs /v1/completions \
+	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":2,"temperature":0,"ignore_eos":true,"logprobs":2}'
+post chat-stream-logprobs /v1/chat/completions \
+	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":2,"temperature":0,"ignore_eos":true,"logprobs":true,"top_logprobs":2,"stream":true,"stream_options":{"include_usage":true}}'
+post chat-nonstream-logprobs /v1/chat/completions \
+	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":2,"temperature":0,"ignore_eos":true,"logprobs":true,"top_logprobs":1}'
+post chat-stream-n2 /v1/chat/completions \
+	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":2,"n":2,"temperature":1,"seed":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}'
+post completions-nonstream-n2 /v1/completions \
+	'{"model":"'"$model"'","prompt":"'"$prompt"'","max_tokens":2,"n":2,"temperature":1,"seed":7,"ignore_eos":true}'
+
 # Chat, the request shape of vllm bench serve's openai-chat backend.
 post chat-stream-usage /v1/chat/completions \
 	'{"model":"'"$model"'","messages":'"$msgs"',"max_completion_tokens":8,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}'
