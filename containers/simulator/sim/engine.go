@@ -310,6 +310,8 @@ func (e *engine) stepDuration(plan []stepPlan) time.Duration {
 // its tokens gets a new one (its first token when its prefill completes).
 func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 	bs := e.p.BlockSize
+	tokens := 0 // as vLLM's iteration stats count them
+	defer func() { e.metrics.iteration(tokens) }()
 	for _, ps := range plan {
 		s := ps.s
 		if s.state != seqRunning {
@@ -325,6 +327,7 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			continue
 		}
 		if s.pooling {
+			tokens += s.promptLen
 			e.metrics.pooled(s.promptLen)
 			s.state = seqDone
 			e.running = remove(e.running, s)
@@ -337,6 +340,10 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 		s.output = append(s.output, tok)
 		finish := ""
 		e.metrics.generated(len(s.output) == 1, s.promptLen)
+		tokens++
+		if len(s.output) == 1 {
+			tokens += s.promptLen
+		}
 		if len(s.output) >= s.maxTokens {
 			finish = s.stopAt
 			s.state = seqDone

@@ -41,7 +41,8 @@ type job struct {
 	rid, id      string
 	created      int64
 	prompt       []int
-	maxTokens    int
+	maxTokens    int // output length drawn (at most maxParam)
+	maxParam     int // max_tokens, as given or defaulted
 	stopAt       string
 	stream       bool
 	includeUsage bool
@@ -79,7 +80,6 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		writeError(w, newError(http.StatusBadRequest, "%v", err))
 		return
 	}
-	w.Header().Set("X-Request-Id", j.rid)
 	if j.fault.status != 0 {
 		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
 		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
@@ -97,7 +97,8 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		t.TokenTimes = append([]time.Duration(nil), t.TokenTimes...)
 		reason := sq.finish
 		sq.mu.Unlock()
-		s.metrics.finished(&t, sq.promptLen, reason)
+		s.metrics.finished(&t, sq.promptLen, reason, j.maxParam)
+		s.metrics.requestDone(1, len(t.TokenTimes))
 	}()
 	if j.stream {
 		s.stream(w, r, j, sq)
@@ -110,10 +111,8 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 // faults.
 func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	var req genRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		e := newError(http.StatusBadRequest, "invalid JSON body: %v", err)
-		e.Error.Type = "Bad Request" // FastAPI's validation error, as vLLM reports it
-		return nil, &badRequest{e}
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
 	}
 	if req.Model != "" && req.Model != s.p.Model {
 		return nil, &badRequest{modelNotFound(req.Model)}
@@ -244,7 +243,7 @@ func (s *Server) setLength(j *job, req *genRequest) error {
 		key = fmt.Sprintf("seed/%d", *req.Seed)
 	}
 	j.seed = seedOf(s.p.Seed, key)
-	j.maxTokens, j.stopAt = mt, "length"
+	j.maxTokens, j.maxParam, j.stopAt = mt, mt, "length"
 	if !req.IgnoreEOS && s.p.EOSMinRatio < 1 {
 		lo := max(1, req.MinTokens, int(float64(mt)*s.p.EOSMinRatio+0.999999))
 		if lo < mt {

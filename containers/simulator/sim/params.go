@@ -61,6 +61,11 @@ type Params struct {
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
 	EmbeddingDim int `yaml:"embedding_dim" help:"length of embedding vectors"`
 
+	// EnableRequestIDHeaders adds an X-Request-Id header to every response:
+	// the request's own, or 32 new hex digits. vLLM does this only with
+	// --enable-request-id-headers, so it is off by default.
+	EnableRequestIDHeaders bool `yaml:"enable_request_id_headers" help:"add X-Request-Id to every response, as vLLM's --enable-request-id-headers"`
+
 	// StartupDelayMS makes /health and the API answer 503 for this long
 	// after start, like a server still loading its model.
 	StartupDelayMS float64 `yaml:"startup_delay_ms" help:"answer 503 for this long after start, ms"`

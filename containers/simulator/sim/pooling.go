@@ -42,8 +42,8 @@ type embeddingResponse struct {
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	var req embeddingRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, newError(http.StatusBadRequest, "invalid JSON body: %v", err))
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err.(*badRequest).e)
 		return
 	}
 	if req.Model != "" && req.Model != s.p.Model {
@@ -68,7 +68,6 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		all = append(all, in...)
 	}
 	rid := s.requestID(r)
-	w.Header().Set("X-Request-Id", rid)
 	if !s.pool(w, r, rid, arrival, all) {
 		return
 	}
@@ -193,8 +192,8 @@ type rerankResult struct {
 func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	var req rerankRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, newError(http.StatusBadRequest, "invalid JSON body: %v", err))
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err.(*badRequest).e)
 		return
 	}
 	if req.Model != "" && req.Model != s.p.Model {
@@ -226,7 +225,6 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 		all = append(all, s.tk.Encode(d, false)...)
 	}
 	rid := s.requestID(r)
-	w.Header().Set("X-Request-Id", rid)
 	if !s.pool(w, r, rid, arrival, all) {
 		return
 	}

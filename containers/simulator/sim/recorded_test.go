@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,6 +35,8 @@ var masks = []struct {
 	{regexp.MustCompile(`"content":"(?:[^"\\]|\\.)+"`), `"content":"T"`},
 	{regexp.MustCompile(`"root":"[^"]*"`), `"root":"R"`},
 	{regexp.MustCompile(`"modelperm-[0-9a-f]+"`), `"modelperm-X"`},
+	// FastAPI quotes where vLLM is installed.
+	{regexp.MustCompile(`File \\"[^"\\]*\\"`), `File \"F\"`},
 }
 
 func mask(s string) string {
@@ -76,6 +79,7 @@ func TestRecordedVLLM(t *testing.T) {
 		{name: "error-max-tokens-nonstream", path: "/v1/completions"},
 		{name: "error-chat-max-tokens-stream", path: "/v1/chat/completions"},
 		{name: "error-prompt-too-long-stream", path: "/v1/completions"},
+		{name: "error-bad-json", path: "/v1/completions"},
 		{name: "models", method: http.MethodGet, path: "/v1/models"},
 		{name: "version", method: http.MethodGet, path: "/version"},
 		{name: "health", method: http.MethodGet, path: "/health"},
@@ -91,6 +95,8 @@ func TestRecordedVLLM(t *testing.T) {
 				c.method = http.MethodPost
 				body, err = os.ReadFile(filepath.Join(recordedDir, c.name+".request.json"))
 				require.NoError(t, err)
+				// record.sh adds a newline to the file, not to what it sent.
+				body = bytes.TrimSuffix(body, []byte("\n"))
 			}
 			var resp *http.Response
 			var got []byte
@@ -110,6 +116,7 @@ func TestRecordedVLLM(t *testing.T) {
 			})
 			require.Equal(t, status, resp.StatusCode)
 			require.Equal(t, ctype, resp.Header.Get("Content-Type"))
+			requireFraming(t, c.name, resp)
 			require.Equal(t, mask(string(want)), mask(string(got)))
 		})
 	}
@@ -118,12 +125,30 @@ func TestRecordedVLLM(t *testing.T) {
 // recordedHead reads the status and content type of a recorded answer.
 func recordedHead(tb testing.TB, name string) (int, string) {
 	tb.Helper()
+	resp := recordedResponse(tb, name)
+	return resp.StatusCode, resp.Header.Get("Content-Type")
+}
+
+// recordedResponse reads the status line and headers of a recorded answer.
+func recordedResponse(tb testing.TB, name string) *http.Response {
+	tb.Helper()
 	f, err := os.Open(filepath.Join(recordedDir, name+".headers.txt"))
 	require.NoError(tb, err)
 	defer f.Close()
 	resp, err := http.ReadResponse(bufio.NewReader(f), nil)
 	require.NoError(tb, err)
-	return resp.StatusCode, resp.Header.Get("Content-Type")
+	return resp
+}
+
+// requireFraming requires got to be framed as the recorded answer was
+// (a Content-Length, or chunked) and to carry an X-Request-Id header only
+// if the recorded one did.
+func requireFraming(tb testing.TB, name string, got *http.Response) {
+	tb.Helper()
+	want := recordedResponse(tb, name)
+	require.Equal(tb, want.ContentLength >= 0, got.ContentLength >= 0,
+		"Content-Length: recorded %d, simulator %d (-1 is chunked)", want.ContentLength, got.ContentLength)
+	require.Equal(tb, want.Header.Get("X-Request-Id"), got.Header.Get("X-Request-Id"), "X-Request-Id header")
 }
 
 // TestRecordedMetricsNames: every metric family the simulator exports is
@@ -141,11 +166,127 @@ func TestRecordedMetricsNames(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	n := 0
+	ours := map[string]bool{}
 	for _, line := range strings.Split(scrape(t, s), "\n") {
 		if strings.HasPrefix(line, "# ") {
 			require.True(t, real[line], "vLLM 0.13.0 has no %q", line)
+			ours[line] = true
 			n++
 		}
 	}
 	require.Greater(t, n, 40)
+	// And every family vLLM exports, but for its Python runtime's.
+	for line := range real {
+		if strings.Contains(line, " python_") {
+			continue
+		}
+		require.True(t, ours[line], "the simulator lacks %q", line)
+	}
+}
+
+// TestMetricsRequestFamilies checks the per-request, per-step and HTTP
+// families against what was sent: three completions of 5 tokens, a chat
+// request of 3, and a request to a path that is no route.
+func TestMetricsRequestFamilies(t *testing.T) {
+	p := testParams()
+	_, base := start(t, Config{Params: &p})
+	for i := range 3 {
+		r := post(context.Background(), base+"/v1/completions", completionBody(words(20, i), 5, true), nil)
+		require.Equal(t, http.StatusOK, r.status)
+	}
+	r := post(context.Background(), base+"/v1/chat/completions", map[string]any{
+		"messages": []map[string]string{{"role": "user", "content": "hi"}}, "max_completion_tokens": 3, "ignore_eos": true}, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	fetchRaw(t, "GET", base+"/no/such/path", nil, nil)
+	fetchRaw(t, "GET", base+"/health", nil, nil)
+	text := fetchRaw(t, "GET", base+"/metrics", nil, nil)
+	value := func(series string) float64 {
+		t.Helper()
+		for _, line := range strings.Split(text, "\n") {
+			if v, ok := strings.CutPrefix(line, series+" "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				require.NoError(t, err)
+				return f
+			}
+		}
+		t.Fatalf("/metrics has no series %s", series)
+		return 0
+	}
+	lbl := `{engine="0",model_name="sim-test"}`
+	require.Equal(t, 4.0, value("vllm:request_params_max_tokens_count"+lbl))
+	require.Equal(t, 18.0, value("vllm:request_params_max_tokens_sum"+lbl))
+	require.Equal(t, 4.0, value("vllm:request_params_n_sum"+lbl))
+	require.Equal(t, 18.0, value("vllm:request_max_num_generation_tokens_sum"+lbl))
+	require.Equal(t, 4.0, value("vllm:request_time_per_output_token_seconds_count"+lbl))
+	require.Greater(t, value("vllm:request_time_per_output_token_seconds_sum"+lbl), 0.0)
+	// Every prompt and generated token lands in exactly one step.
+	require.Equal(t, value("vllm:prompt_tokens_total"+lbl)+value("vllm:generation_tokens_total"+lbl),
+		value("vllm:iteration_tokens_total_sum"+lbl))
+	require.Equal(t, value("vllm:prompt_tokens_total"+lbl)-value("vllm:prefix_cache_hits_total"+lbl),
+		value("vllm:request_prefill_kv_computed_tokens_sum"+lbl))
+	require.Equal(t, 1.0, value(`vllm:engine_sleep_state{engine="0",model_name="sim-test",sleep_state="awake"}`))
+	require.Equal(t, 3.0, value(`http_requests_total{handler="/v1/completions",method="POST",status="2xx"}`))
+	require.Equal(t, 1.0, value(`http_requests_total{handler="/v1/chat/completions",method="POST",status="2xx"}`))
+	require.Equal(t, 1.0, value(`http_requests_total{handler="none",method="GET",status="4xx"}`))
+	require.NotContains(t, text, `handler="/health"`, "vLLM leaves /health out")
+	require.Equal(t, 0.0, value(`http_response_size_bytes_sum{handler="/v1/completions"}`), "streams have no Content-Length")
+	require.Greater(t, value(`http_response_size_bytes_sum{handler="/v1/chat/completions"}`), 100.0)
+	require.Greater(t, value(`http_request_size_bytes_sum{handler="/v1/completions"}`), 100.0)
+	require.Equal(t, 5.0, value("http_request_duration_highr_seconds_count"))
+	require.Equal(t, 3.0, value(`http_request_duration_seconds_count{handler="/v1/completions",method="POST"}`))
+}
+
+// TestRecordedMetricsFraming: /metrics is one response with a
+// Content-Length and vLLM's content type, as prometheus_client sends it.
+func TestRecordedMetricsFraming(t *testing.T) {
+	_, base := start(t, Config{Params: ptrParams(testParams())})
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_, ctype := recordedHead(t, "metrics")
+	require.Equal(t, ctype, resp.Header.Get("Content-Type"))
+	requireFraming(t, "metrics", resp)
+	require.EqualValues(t, len(body), resp.ContentLength)
+}
+
+// TestRequestIDHeaders: X-Request-Id is echoed on every response only with
+// enable_request_id_headers, as with vLLM's --enable-request-id-headers:
+// the request's own id, or 32 new hex digits (uuid4().hex) when it sent
+// none; errors and health checks included.
+func TestRequestIDHeaders(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		p := testParams()
+		p.EnableRequestIDHeaders = on
+		_, base := start(t, Config{Params: &p})
+		for _, c := range []struct {
+			method, path, body, id string
+		}{
+			{http.MethodPost, "/v1/completions", `{"prompt":"Hi","max_tokens":2,"stream":true}`, "req-7"},
+			{http.MethodPost, "/v1/completions", `{"prompt":"Hi","max_tokens":2}`, ""},
+			{http.MethodPost, "/v1/completions", `{"model":`, "bad-json"},
+			{http.MethodGet, "/health", "", ""},
+			{http.MethodGet, "/metrics", "", "scrape"},
+		} {
+			req, err := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+			require.NoError(t, err)
+			if c.id != "" {
+				req.Header.Set("X-Request-Id", c.id)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			got := resp.Header.Get("X-Request-Id")
+			switch {
+			case !on:
+				require.Empty(t, got, "%s %s", c.method, c.path)
+			case c.id != "":
+				require.Equal(t, c.id, got, "%s %s", c.method, c.path)
+			default:
+				require.Regexp(t, `^[0-9a-f]{32}$`, got, "%s %s", c.method, c.path)
+			}
+		}
+	}
 }

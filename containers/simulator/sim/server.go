@@ -14,7 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -102,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	if limit <= 0 {
 		limit = 10000
 	}
-	m := newMetrics(p.Model, p.MaxModelLen)
+	m := newMetrics(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		p: p, metrics: m, tk: tk, vocab: v,
@@ -134,6 +136,16 @@ func (s *Server) Close() error {
 // every endpoint but /metrics, /version and /debug/ answers 503, like a
 // server still loading its model.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.p.EnableRequestIDHeaders {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" {
+			id = s.uuidHex()
+		}
+		w.Header().Set("X-Request-Id", id)
+	}
+	_, pattern := s.mux.Handler(r)
+	w, done := s.metrics.instrument(w, r, pattern != "/")
+	defer done() // also when a fault aborts the handler with a panic
 	if s.starting() && r.URL.Path != "/metrics" && r.URL.Path != "/version" && !strings.HasPrefix(r.URL.Path, "/debug/") {
 		writeError(w, newError(http.StatusServiceUnavailable, "The server is starting up."))
 		return
@@ -177,8 +189,12 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	// One buffered body with a Content-Length, as prometheus_client sends it.
+	var b bytes.Buffer
+	s.metrics.write(&b, s.eng.snapshot())
 	w.Header().Set("Content-Type", "text/plain; version=1.0.0; charset=utf-8")
-	s.metrics.write(w, s.eng.snapshot())
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.Write(b.Bytes())
 }
 
 // modelCard is one entry of /v1/models, as vLLM lists it.
@@ -241,18 +257,35 @@ func marshal(v any) []byte {
 }
 
 func writeError(w http.ResponseWriter, e errorResponse) {
+	if e == plain500 {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, e.Error.Message)
+		return
+	}
 	writeJSON(w, e.Error.Code, e)
 }
 
-// requestID returns the request's x-request-id, or makes one.
+// requestID returns the request's x-request-id, or makes one of 16 hex
+// digits, as vLLM makes them.
 func (s *Server) requestID(r *http.Request) string {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		return id
 	}
-	// 16 hex digits, as vLLM makes them; a mixed counter, so ids are unique
-	// and reproducible under a seed.
+	return fmt.Sprintf("%016x", s.nextRandom())
+}
+
+// uuidHex is 32 hex digits, like Python's uuid.uuid4().hex, which vLLM's
+// request-id middleware answers with when a request has no X-Request-Id.
+func (s *Server) uuidHex() string {
+	return fmt.Sprintf("%016x%016x", s.nextRandom(), s.nextRandom())
+}
+
+// nextRandom mixes a counter under the seed, so ids are unique and
+// reproducible.
+func (s *Server) nextRandom() uint64 {
 	x := seedOf(s.p.Seed, "id") + s.nextID.Add(1)*0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
 	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return fmt.Sprintf("%016x", x^x>>31)
+	return x ^ x>>31
 }
