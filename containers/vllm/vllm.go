@@ -25,8 +25,12 @@ import (
 )
 
 const (
-	// releaseRepo is where vLLM publishes its x86 CPU release images.
-	releaseRepo = "public.ecr.aws/q9t5s3a3/vllm-cpu-release-repo"
+	// releaseRepo is where vLLM publishes its x86 CPU release images
+	// (https://gallery.ecr.aws/q9t5s3a7/vllm-cpu-release-repo, tags
+	// v<version>; vLLM's docs of that time, and many deployments, pull
+	// e.g. :v0.10.2 from it). Not pulled here: this machine reaches no
+	// registry.
+	releaseRepo = "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo"
 	// DefaultImage is vLLM's x86 CPU release image (AVX512, VNNI and BF16
 	// kernels), pinned to the release the engine is ported from.
 	DefaultImage = releaseRepo + ":v0.13.0"
