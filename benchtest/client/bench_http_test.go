@@ -1,27 +1,22 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servegate/servegate/benchtest/internal/childserver"
 )
 
 const (
 	benchChunks  = 512
 	benchStreams = 32
-	// serverEnv makes the test binary act as the benchmark's SSE server.
-	serverEnv = "SERVEGATE_SSE_BENCH_SERVER"
 )
 
 // sseHandler writes a pre-rendered stream as fast as it can: one flushed
@@ -47,22 +42,14 @@ func sseHandler(body []byte, perChunk bool) http.HandlerFunc {
 }
 
 // TestSSEBenchServer is not a test: run by BenchmarkIngestHTTP in a child
-// process (with serverEnv set), it serves the benchmark stream on loopback,
-// prints its address and exits when its stdin closes.
+// process, it serves the benchmark stream on loopback (mode "chunk" or
+// "bulk").
 func TestSSEBenchServer(t *testing.T) {
-	mode := os.Getenv(serverEnv)
+	mode := childserver.Mode()
 	if mode == "" {
 		t.Skip("helper process for BenchmarkIngestHTTP")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sseHandler(renderStream(benchChunks), mode == "chunk")}
-	go func() { _ = srv.Serve(l) }()
-	fmt.Println("ADDR", l.Addr().String())
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	_ = srv.Close()
+	childserver.Serve(t, sseHandler(renderStream(benchChunks), mode == "chunk"))
 }
 
 // startServer returns the base URL of an SSE server for the benchmark: an
@@ -80,35 +67,7 @@ func startServer(b *testing.B, perChunk, child bool) string {
 	if perChunk {
 		mode = "chunk"
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSSEBenchServer$", "-test.v")
-	cmd.Env = append(os.Environ(), serverEnv+"="+mode)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return "http://" + addr
-		}
-	}
-	b.Fatal("helper server printed no address")
-	return ""
+	return childserver.Start(b, "TestSSEBenchServer", mode)
 }
 
 // BenchmarkIngestHTTP runs 32 concurrent streams of 512 pre-rendered vLLM

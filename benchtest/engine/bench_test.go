@@ -1,17 +1,13 @@
 package engine
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/servegate/servegate/benchtest/internal/childserver"
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
@@ -31,7 +27,7 @@ func BenchmarkScheduleFidelity(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				var url string
 				if child {
-					url = startChildServer(b)
+					url = childserver.Start(b, "TestFidelityServer", "streams")
 				} else {
 					url = newStreamServer(b).URL
 				}
@@ -41,61 +37,13 @@ func BenchmarkScheduleFidelity(b *testing.B) {
 	}
 }
 
-// childServerEnv tells the test binary, re-run as a child process, to be
-// the benchmark's server (TestFidelityServer).
-const childServerEnv = "SERVEGATE_ENGINE_BENCH_SERVER"
-
 // TestFidelityServer is not a test: run by BenchmarkScheduleFidelity in a
-// child process, it serves the recorded streams on loopback, prints its
-// address and exits when its stdin closes.
+// child process, it serves the recorded streams on loopback.
 func TestFidelityServer(t *testing.T) {
-	if os.Getenv(childServerEnv) == "" {
+	if childserver.Mode() == "" {
 		t.Skip("helper process for BenchmarkScheduleFidelity")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(newStreamServer(t).serve)}
-	go func() { _ = srv.Serve(l) }()
-	fmt.Println("ADDR", l.Addr().String())
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	_ = srv.Close()
-}
-
-// startChildServer re-runs the test binary as TestFidelityServer and
-// returns its base URL; the child exits when the benchmark ends.
-func startChildServer(b *testing.B) string {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFidelityServer$", "-test.v")
-	cmd.Env = append(os.Environ(), childServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return "http://" + addr
-		}
-	}
-	b.Fatal("helper server printed no address")
-	return ""
+	childserver.Serve(t, http.HandlerFunc(newStreamServer(t).serve))
 }
 
 func benchFidelity(b *testing.B, url string, spin time.Duration) {
