@@ -72,10 +72,10 @@ func newEngine(p Params, m *metrics) *engine {
 	}
 }
 
-// submit queues a sequence; the engine admits it at its next step.
-func (e *engine) submit(s *seq) {
+// submit queues sequences; the engine admits them at its next step.
+func (e *engine) submit(ss ...*seq) {
 	e.mu.Lock()
-	e.inbox = append(e.inbox, s)
+	e.inbox = append(e.inbox, ss...)
 	e.mu.Unlock()
 	e.poke()
 }
