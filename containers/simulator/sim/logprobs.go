@@ -11,9 +11,9 @@ import (
 // logprob and the k most likely tokens of that step; the simulator has no
 // model, so it makes up a plausible, deterministic distribution per token:
 //
-//   - the top 20 ranks get probabilities p1 ≥ p2 ≥ … ≥ p20 summing to less
-//     than 1: p1 takes 30–99% of the mass, every later rank 15–75% of what
-//     is left (never more than the rank before). Every logprob is finite,
+//   - the top 20 ranks get probabilities p1 > p2 > … > p20 summing to less
+//     than 1: p1 takes 30–97% of the mass, every later rank 15–75% of what
+//     is left (at most 97% of the rank before). Every logprob is finite,
 //     and the sampled token's lies in about [-1.2, -0.01] when it is the top
 //     token;
 //   - the sampled token's rank: the top one with greedy sampling
@@ -70,7 +70,7 @@ func (g *logprobSampler) next(id, k int) []tokenLogprob {
 		if i == 0 {
 			lo, span = 0.3, 0.69
 		}
-		p := min(rem*(lo+span*g.rng.Float64()), prev)
+		p := min(rem*(lo+span*g.rng.Float64()), prev*0.97)
 		g.probs[i], rem, prev = p, rem-p, p
 	}
 	u, below := g.rng.Float64(), 0.1+0.8*g.rng.Float64()
