@@ -29,8 +29,9 @@ type genRequest struct {
 	Seed        *int64   `json:"seed"`
 	N           *int     `json:"n"`
 	Temperature *float64 `json:"temperature"`
-	// Logprobs is an int for completions, a bool for chat; TopLogprobs
-	// (chat) is told apart absent (0) from null.
+	// Logprobs is an int for completions, a bool for chat. Both are kept
+	// raw so that absent and null can differ (chat's top_logprobs: absent
+	// is 0, null is none).
 	Logprobs    json.RawMessage `json:"logprobs"`
 	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
