@@ -15,7 +15,15 @@ import (
 // of 256 tokens over loopback, read by a minimal client in the same
 // process. At zero latency tokens pile up between writes and go out merged,
 // as in vLLM, so tokens/s exceeds chunks/s.
-func BenchmarkChunksPerSecond(b *testing.B) {
+func BenchmarkChunksPerSecond(b *testing.B) { chunksPerSecond(b, nil) }
+
+// BenchmarkChunksPerSecondLogprobs is the same with logprobs: 5 (five
+// alternatives per token, encoded with reflection rather than spliced).
+func BenchmarkChunksPerSecondLogprobs(b *testing.B) {
+	chunksPerSecond(b, map[string]any{"logprobs": 5})
+}
+
+func chunksPerSecond(b *testing.B, extra map[string]any) {
 	p, err := LoadProfile("instant")
 	if err != nil {
 		b.Fatal(err)
@@ -32,6 +40,9 @@ func BenchmarkChunksPerSecond(b *testing.B) {
 			for next.Add(1) <= int64(b.N) {
 				body := completionBody("Hello", out, true)
 				body["stream_options"] = map[string]any{"include_usage": true}
+				for k, v := range extra {
+					body[k] = v
+				}
 				r := post(context.Background(), base+"/v1/completions", body, nil)
 				texts, _ := r.content(b)
 				chunks.Add(int64(len(texts)))

@@ -72,10 +72,10 @@ func newEngine(p Params, m *metrics) *engine {
 	}
 }
 
-// submit queues a sequence; the engine admits it at its next step.
-func (e *engine) submit(s *seq) {
+// submit queues sequences; the engine admits them at its next step.
+func (e *engine) submit(ss ...*seq) {
 	e.mu.Lock()
-	e.inbox = append(e.inbox, s)
+	e.inbox = append(e.inbox, ss...)
 	e.mu.Unlock()
 	e.poke()
 }
@@ -208,6 +208,7 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 		if s.state != seqRunning {
 			break
 		}
+		e.cacheBlocks(s, s.numComputed+n)
 		plan = append(plan, stepPlan{s, n})
 		budget -= n
 	}
@@ -230,10 +231,28 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 			s.truth.FirstScheduled = now.Sub(s.arrival)
 		}
 		s.mu.Unlock()
+		e.cacheBlocks(s, s.numComputed+n)
 		plan = append(plan, stepPlan{s, n})
 		budget -= n
 	}
 	return plan
+}
+
+// cacheBlocks enters the full blocks of s's first n tokens in the prefix
+// cache as soon as they are scheduled, as vLLM's KV cache manager does when
+// it allocates them: the step computes them before any later step reads
+// them, and a sequence admitted later in the same step (another choice of
+// an n > 1 request, or the same prompt sent twice at once) already finds
+// them.
+func (e *engine) cacheBlocks(s *seq, n int) {
+	full := n / e.p.BlockSize
+	if full <= s.committed {
+		return
+	}
+	hashes := s.blockHashes(full, e.p.BlockSize)
+	for ; s.committed < full; s.committed++ {
+		e.kv.commit(s.blocks[s.committed], hashes[s.committed])
+	}
 }
 
 // hitPrefixCache gives a sequence the cached blocks of its longest cached
@@ -305,11 +324,10 @@ func (e *engine) stepDuration(plan []stepPlan) time.Duration {
 	return time.Duration(math.Round(ms * 1e6))
 }
 
-// finishStep applies a step's work at its end: computed tokens advance, full
-// blocks enter the prefix cache, and every sequence that has computed all
+// finishStep applies a step's work at its end: computed tokens advance and
+// every sequence that has computed all
 // its tokens gets a new one (its first token when its prefill completes).
 func (e *engine) finishStep(plan []stepPlan, at time.Time) {
-	bs := e.p.BlockSize
 	tokens := 0 // as vLLM's iteration stats count them
 	defer func() { e.metrics.iteration(tokens) }()
 	for _, ps := range plan {
@@ -318,11 +336,6 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			continue
 		}
 		s.numComputed += ps.numNew
-		full := s.numComputed / bs
-		hashes := s.blockHashes(full, bs)
-		for ; s.committed < full; s.committed++ {
-			e.kv.commit(s.blocks[s.committed], hashes[s.committed])
-		}
 		if s.numComputed < s.numTokens() {
 			continue
 		}

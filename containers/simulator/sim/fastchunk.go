@@ -4,8 +4,8 @@ import (
 	"strconv"
 )
 
-// chunkWriter encodes content chunks by splicing the text, finish reason
-// and usage into bytes prepared once per request. It writes exactly what
+// chunkWriter encodes content chunks by splicing the text, logprobs, finish
+// reason and usage into bytes prepared once per request and choice. It writes exactly what
 // marshalling contentChunk's value would (a test holds them equal), without
 // reflection, so that thousands of streams cost the server little.
 type chunkWriter struct {
@@ -16,7 +16,7 @@ type chunkWriter struct {
 	buf        []byte
 }
 
-func (s *Server) newChunkWriter(j *job) *chunkWriter {
+func (s *Server) newChunkWriter(j *job, index int) *chunkWriter {
 	c := &chunkWriter{chat: j.chat, continuous: j.continuous, prompt: len(j.prompt)}
 	object := "text_completion"
 	if j.chat {
@@ -28,18 +28,21 @@ func (s *Server) newChunkWriter(j *job) *chunkWriter {
 	h = strconv.AppendInt(h, j.created, 10)
 	h = append(h, `,"model":`...)
 	h = append(h, marshal(s.p.Model)...)
+	h = append(h, `,"choices":[{"index":`...)
+	h = strconv.AppendInt(h, int64(index), 10)
 	if j.chat {
-		h = append(h, `,"choices":[{"index":0,"delta":{"content":`...)
+		h = append(h, `,"delta":{"content":`...)
 	} else {
-		h = append(h, `,"choices":[{"index":0,"text":`...)
+		h = append(h, `,"text":`...)
 	}
 	c.head = h
 	return c
 }
 
-// chunk returns the SSE event for text; finish is "" until the last chunk;
-// sent counts the tokens sent so far, these included.
-func (c *chunkWriter) chunk(text, finish string, sent int) []byte {
+// chunk returns the SSE event for text; lp is the choice's logprobs JSON
+// (nil for null); finish is "" until the last chunk; sent counts the
+// choice's tokens sent so far, these included.
+func (c *chunkWriter) chunk(text string, lp []byte, finish string, sent int) []byte {
 	b := append(c.buf[:0], c.head...)
 	b = append(b, marshal(text)...)
 	fr := func(b []byte) []byte {
@@ -60,8 +63,16 @@ func (c *chunkWriter) chunk(text, finish string, sent int) []byte {
 		}
 		return append(b, '}')
 	}
+	logprobs := func(b []byte) []byte {
+		if lp == nil {
+			return append(b, "null"...)
+		}
+		return append(b, lp...)
+	}
 	if c.chat {
-		b = append(b, `,"reasoning_content":null},"logprobs":null,"finish_reason":`...)
+		b = append(b, `,"reasoning_content":null},"logprobs":`...)
+		b = logprobs(b)
+		b = append(b, `,"finish_reason":`...)
 		b = fr(b)
 		if finish != "" {
 			b = append(b, `,"stop_reason":null`...)
@@ -72,7 +83,9 @@ func (c *chunkWriter) chunk(text, finish string, sent int) []byte {
 			b = usage(b, false)
 		}
 	} else {
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
+		b = append(b, `,"logprobs":`...)
+		b = logprobs(b)
+		b = append(b, `,"finish_reason":`...)
 		b = fr(b)
 		b = append(b, `,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}],"usage":`...)
 		if c.continuous {

@@ -8,18 +8,36 @@ import (
 )
 
 // TestChunkWriterMatchesMarshal: the spliced chunks are byte for byte what
-// marshalling the wire structs gives.
+// marshalling the wire structs gives, for every choice index, with and
+// without logprobs.
 func TestChunkWriterMatchesMarshal(t *testing.T) {
-	s := &Server{p: testParams(), vocab: &vocab{texts: map[int]string{1: " a\"b", 2: " café"}}}
+	v := &vocab{ids: []int{1, 2, 3, 4}, texts: map[int]string{1: " a\"b", 2: " café", 3: " x\tz", 4: " <&>"}}
+	s := &Server{p: testParams(), vocab: v}
+	ids := []int{1, 2}
 	for _, chat := range []bool{false, true} {
 		for _, continuous := range []bool{false, true} {
 			for _, finish := range []string{"", "length", "stop"} {
-				j := &job{chat: chat, continuous: continuous, id: "cmpl-x<&>", created: 1764412800, prompt: make([]int, 17)}
-				cw := s.newChunkWriter(j)
-				t.Run(fmt.Sprint(chat, continuous, finish), func(t *testing.T) {
-					want := "data: " + string(marshal(s.contentChunk(j, []int{1, 2}, finish, 5))) + "\n\n"
-					require.Equal(t, want, string(cw.chunk(s.vocab.text([]int{1, 2}), finish, 5)))
-				})
+				for _, index := range []int{0, 1, 12} {
+					for _, logprobs := range []bool{false, true} {
+						j := &job{chat: chat, continuous: continuous, id: "cmpl-x<&>", created: 1764412800, prompt: make([]int, 17), logprobs: logprobs, topK: 2}
+						cw := s.newChunkWriter(j, index)
+						t.Run(fmt.Sprint(chat, continuous, finish, index, logprobs), func(t *testing.T) {
+							var lp any
+							var lpJSON []byte
+							if logprobs {
+								g := newLogprobSampler(v, 7, false)
+								if chat {
+									lp = v.chatLogprobsOf(g, ids, j.topK)
+								} else {
+									lp, _ = v.completionLogprobsOf(g, ids, j.topK, 3)
+								}
+								lpJSON = marshal(lp)
+							}
+							want := "data: " + string(marshal(s.contentChunk(j, index, ids, lp, finish, 5))) + "\n\n"
+							require.Equal(t, want, string(cw.chunk(v.text(ids), lpJSON, finish, 5)))
+						})
+					}
+				}
 			}
 		}
 	}

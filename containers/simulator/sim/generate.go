@@ -25,9 +25,15 @@ type genRequest struct {
 		IncludeUsage         bool `json:"include_usage"`
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
-	IgnoreEOS bool   `json:"ignore_eos"`
-	Seed      *int64 `json:"seed"`
-	N         *int   `json:"n"`
+	IgnoreEOS   bool     `json:"ignore_eos"`
+	Seed        *int64   `json:"seed"`
+	N           *int     `json:"n"`
+	Temperature *float64 `json:"temperature"`
+	// Logprobs is an int for completions, a bool for chat. Both are kept
+	// raw so that absent and null can differ (chat's top_logprobs: absent
+	// is 0, null is none).
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
 
 type chatInMessage struct {
@@ -41,14 +47,24 @@ type job struct {
 	rid, id      string
 	created      int64
 	prompt       []int
-	maxTokens    int // output length drawn (at most maxParam)
-	maxParam     int // max_tokens, as given or defaulted
-	stopAt       string
+	maxTokens    int // the request's output budget
 	stream       bool
 	includeUsage bool
 	continuous   bool
 	fault        fault
-	seed         uint64
+	// logprobs asks for logprobs with topK alternatives per token
+	// (completions' logprobs, chat's top_logprobs).
+	logprobs bool
+	topK     int
+	greedy   bool     // temperature 0: the sampled token is the most likely
+	choices  []choice // n of them
+}
+
+// A choice is one of a request's n independent sequences.
+type choice struct {
+	seed      uint64
+	maxTokens int    // output length at which it stops
+	stopAt    string // its finish reason then: "length" or "stop"
 }
 
 // badRequest is a client error with vLLM's status and message.
@@ -85,26 +101,49 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
 		return
 	}
-	sq := &seq{
-		id: j.rid, prompt: j.prompt, promptLen: len(j.prompt), maxTokens: j.maxTokens, stopAt: j.stopAt,
-		gen: s.vocab.stream(j.seed), arrival: arrival, notify: make(chan struct{}, 1),
+	kids := s.submitJob(j, r.URL.Path, arrival)
+	defer s.recordFinished(j, kids)
+	if j.stream {
+		s.stream(w, r, j, kids)
+		return
 	}
-	s.truth.add(&seqRecord{s: sq, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
-	s.eng.submit(sq)
-	defer func() {
+	s.respond(w, r, j, kids)
+}
+
+// submitJob hands the engine one sequence per choice, all at once, so that
+// they are admitted in the same step and the later ones find the prompt's
+// blocks in the prefix cache, as vLLM's n child requests do. One ground
+// truth record covers them all.
+func (s *Server) submitJob(j *job, endpoint string, arrival time.Time) []*seq {
+	notify := make(chan struct{}, 1) // shared: the handler waits for any choice
+	kids := make([]*seq, len(j.choices))
+	for i, c := range j.choices {
+		kids[i] = &seq{
+			id: j.rid, prompt: j.prompt, promptLen: len(j.prompt), maxTokens: c.maxTokens, stopAt: c.stopAt,
+			gen: s.vocab.stream(c.seed), arrival: arrival, notify: notify,
+		}
+	}
+	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: endpoint, wall: arrival, fault: j.fault.String()})
+	s.eng.submit(kids...)
+	return kids
+}
+
+// recordFinished counts each choice as a finished request in /metrics, as
+// vLLM's engine counts each of a request's n children, and the request
+// once for its n and the most tokens a choice generated, as vLLM records
+// the parent when its last child ends.
+func (s *Server) recordFinished(j *job, kids []*seq) {
+	most := 0
+	for _, sq := range kids {
 		sq.mu.Lock()
 		t := sq.truth
 		t.TokenTimes = append([]time.Duration(nil), t.TokenTimes...)
 		reason := sq.finish
 		sq.mu.Unlock()
-		s.metrics.finished(&t, sq.promptLen, reason, j.maxParam)
-		s.metrics.requestDone(1, len(t.TokenTimes))
-	}()
-	if j.stream {
-		s.stream(w, r, j, sq)
-		return
+		s.metrics.finished(&t, sq.promptLen, reason, j.maxTokens)
+		most = max(most, len(t.TokenTimes))
 	}
-	s.respond(w, r, j, sq)
+	s.metrics.requestDone(len(kids), most)
 }
 
 // parseJob reads and validates a request, drawing its output length and
@@ -117,13 +156,14 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	if req.Model != "" && req.Model != s.p.Model {
 		return nil, &badRequest{modelNotFound(req.Model)}
 	}
-	if req.N != nil && *req.N != 1 {
-		return nil, bad(http.StatusBadRequest, "n=%d is not supported by the simulator (only n=1)", *req.N)
-	}
 	if req.StreamOptions != nil && !req.Stream {
-		return nil, bad(http.StatusBadRequest, "Stream options can only be defined when `stream=True`.")
+		return nil, invalid("Stream options can only be defined when `stream=True`.")
 	}
-	j := &job{chat: chat, rid: s.requestID(r), created: time.Now().Unix(), stream: req.Stream}
+	logprobs, topK, err := parseLogprobs(&req, chat)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{chat: chat, rid: s.requestID(r), created: time.Now().Unix(), stream: req.Stream, logprobs: logprobs, topK: topK}
 	if req.StreamOptions != nil {
 		// As in vLLM, continuous usage stats need include_usage too.
 		j.includeUsage = req.StreamOptions.IncludeUsage
@@ -145,6 +185,9 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 		j.prompt = p
 	}
 	if err := s.setLength(j, &req); err != nil {
+		return nil, err
+	}
+	if err := s.setSampling(j, &req); err != nil {
 		return nil, err
 	}
 	f, err := parseFault(r.Header.Get(FaultHeader))
@@ -201,10 +244,8 @@ func (s *Server) chatPrompt(msgs []chatInMessage) ([]int, error) {
 	return s.tk.Encode(b.String(), true), nil
 }
 
-// setLength checks the context length and draws the output length: exactly
-// max_tokens with ignore_eos, else uniform in [eos_min_ratio*max_tokens,
-// max_tokens] (a draw short of max_tokens ends with finish_reason "stop").
-// Without max_tokens, completions get vLLM's default of 16 and chat gets
+// setLength checks the context length and sets the output budget. Without
+// max_tokens, completions get vLLM's default of 16 and chat gets
 // default_max_tokens (vLLM would allow the whole remaining context).
 func (s *Server) setLength(j *job, req *genRequest) error {
 	n := len(j.prompt)
@@ -238,20 +279,155 @@ func (s *Server) setLength(j *job, req *genRequest) error {
 			return bad(http.StatusBadRequest, "'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d). None", mt, maxLen, n, mt, maxLen, n)
 		}
 	}
-	key := j.rid
-	if req.Seed != nil {
-		key = fmt.Sprintf("seed/%d", *req.Seed)
+	j.maxTokens = mt
+	return nil
+}
+
+// setSampling checks n, temperature and the number of logprobs as vLLM
+// does (its SamplingParams, then its input processor), and draws each
+// choice's seed and output length: exactly max_tokens with ignore_eos,
+// else uniform in [eos_min_ratio*max_tokens, max_tokens] (a draw short of
+// max_tokens ends with finish_reason "stop"). Choice i of a request with a
+// seed gets seed+i, as vLLM's child requests do.
+func (s *Server) setSampling(j *job, req *genRequest) error {
+	n := 1
+	if req.N != nil {
+		n = *req.N
 	}
-	j.seed = seedOf(s.p.Seed, key)
-	j.maxTokens, j.maxParam, j.stopAt = mt, mt, "length"
-	if !req.IgnoreEOS && s.p.EOSMinRatio < 1 {
-		lo := max(1, req.MinTokens, int(float64(mt)*s.p.EOSMinRatio+0.999999))
-		if lo < mt {
-			rng := rand.New(rand.NewPCG(j.seed, 0xe05))
-			if k := lo + rng.IntN(mt-lo+1); k < mt {
-				j.maxTokens, j.stopAt = k, "stop"
+	if n < 1 {
+		return bad(http.StatusBadRequest, "n must be at least 1, got %d.", n)
+	}
+	temp := 1.0 // vLLM's default without a generation config
+	if req.Temperature != nil {
+		temp = *req.Temperature
+	}
+	if temp < 0 {
+		return bad(http.StatusBadRequest, "temperature must be non-negative, got %s.", pyFloat(temp).append(nil))
+	}
+	if j.greedy = temp < 1e-5; j.greedy && n > 1 {
+		return bad(http.StatusBadRequest, "n must be 1 when using greedy sampling, got %d.", n)
+	}
+	if j.logprobs && j.topK != 0 {
+		k := j.topK
+		if k == -1 {
+			k = s.tk.VocabSize()
+		}
+		if k > maxLogprobs {
+			return bad(http.StatusBadRequest, "Requested sample logprobs of %d, which is greater than max allowed: %d", k, maxLogprobs)
+		}
+		j.topK = k
+	}
+	j.choices = make([]choice, n)
+	for i := range j.choices {
+		key := j.rid
+		if i > 0 {
+			key = fmt.Sprintf("%s/%d", j.rid, i)
+		}
+		if req.Seed != nil {
+			key = fmt.Sprintf("seed/%d", *req.Seed+int64(i))
+		}
+		c := &j.choices[i]
+		c.seed = seedOf(s.p.Seed, key)
+		c.maxTokens, c.stopAt = j.maxTokens, "length"
+		if !req.IgnoreEOS && s.p.EOSMinRatio < 1 {
+			mt := j.maxTokens
+			lo := max(1, req.MinTokens, int(float64(mt)*s.p.EOSMinRatio+0.999999))
+			if lo < mt {
+				rng := rand.New(rand.NewPCG(c.seed, 0xe05))
+				if k := lo + rng.IntN(mt-lo+1); k < mt {
+					c.maxTokens, c.stopAt = k, "stop"
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// parseLogprobs reads and checks the logprobs fields as vLLM's request
+// models do. Completions: logprobs k (k >= 0) asks for the sampled token's
+// logprob and the top k per token. Chat: logprobs true asks for them with
+// top_logprobs k alternatives (default 0; null means no logprobs at all,
+// as in vLLM; -1 means the whole vocabulary, refused later).
+func parseLogprobs(req *genRequest, chat bool) (want bool, k int, err error) {
+	null := func(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+	if !chat {
+		if null(req.Logprobs) {
+			return false, 0, nil
+		}
+		k, ok := laxInt(req.Logprobs)
+		if !ok {
+			return false, 0, invalid("logprobs: Input should be a valid integer")
+		}
+		if k < 0 {
+			return false, 0, invalid("`logprobs` must be a positive value.")
+		}
+		return true, k, nil
+	}
+	if !null(req.Logprobs) {
+		b, ok := laxBool(req.Logprobs)
+		if !ok {
+			return false, 0, invalid("logprobs: Input should be a valid boolean")
+		}
+		want = b
+	}
+	if len(req.TopLogprobs) == 0 {
+		return want, 0, nil // the default, 0
+	}
+	if null(req.TopLogprobs) {
+		return false, 0, nil
+	}
+	k, ok := laxInt(req.TopLogprobs)
+	if !ok {
+		return false, 0, invalid("top_logprobs: Input should be a valid integer")
+	}
+	if k < 0 && k != -1 {
+		return false, 0, invalid("`top_logprobs` must be a positive value or -1.")
+	}
+	if (k == -1 || k > 0) && !want {
+		return false, 0, invalid("when using `top_logprobs`, `logprobs` must be set to true.")
+	}
+	return want, k, nil
+}
+
+// laxInt reads an int as pydantic's lax mode does: an integer, a float
+// with no fraction, or a bool.
+func laxInt(raw json.RawMessage) (int, bool) {
+	var f float64
+	if err := json.Unmarshal(raw, &f); err == nil {
+		if f != float64(int(f)) {
+			return 0, false
+		}
+		return int(f), true
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err == nil {
+		if b {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// laxBool reads a bool as pydantic's lax mode does: a bool, 0 or 1, or a
+// string such as "true".
+func laxBool(raw json.RawMessage) (bool, bool) {
+	var b bool
+	if err := json.Unmarshal(raw, &b); err == nil {
+		return b, true
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err == nil && (f == 0 || f == 1) {
+		return f == 1, true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		switch strings.ToLower(s) {
+		case "true", "1", "yes", "on", "t", "y":
+			return true, true
+		case "false", "0", "no", "off", "f", "n":
+			return false, true
+		}
+	}
+	return false, false
 }

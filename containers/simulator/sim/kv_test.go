@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -71,4 +72,29 @@ func TestStepLogRing(t *testing.T) {
 	short.add(Step{Seqs: 1})
 	short.add(Step{Seqs: 2})
 	require.Equal(t, []Step{{Seqs: 1}, {Seqs: 2}}, short.last(5))
+}
+
+// TestPrefixCacheSameStep: a sequence admitted in the same step as another
+// with the same prompt already finds that one's full blocks, since blocks
+// enter the cache when they are scheduled (as in vLLM's KV cache manager),
+// not when the step ends. This is how the n choices of one request share
+// their prompt.
+func TestPrefixCacheSameStep(t *testing.T) {
+	p := testParams()
+	e := newEngine(p, newMetrics(p))
+	prompt := make([]int, 100)
+	for i := range prompt {
+		prompt[i] = i + 1
+	}
+	a := &seq{prompt: prompt, promptLen: len(prompt), maxTokens: 1, notify: make(chan struct{}, 1)}
+	b := &seq{prompt: prompt, promptLen: len(prompt), maxTokens: 1, notify: make(chan struct{}, 1)}
+	e.submit(a)
+	e.submit(b)
+	e.drainInbox()
+	plan := e.schedule(time.Now())
+	require.Len(t, plan, 2)
+	require.Equal(t, 100, plan[0].numNew)
+	require.Equal(t, 4, plan[1].numNew, "6 full blocks of 16 come from a's")
+	require.Equal(t, 96, b.truth.CachedTokens)
+	require.Equal(t, a.blocks[:6], b.blocks[:6])
 }

@@ -7,66 +7,88 @@ import (
 
 // stream writes a request's output as server-sent events the way vLLM does:
 // one chunk per engine output (tokens that piled up while the writer was
-// behind go out merged in one chunk), chat's role-only chunk right before
-// the first content, the finish reason on the last content chunk, then the
-// usage chunk when asked for, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq) {
+// behind go out merged in one chunk), chat's role-only chunks (one per
+// choice) right before the first content, the finish reason on each
+// choice's last content chunk, then the usage chunk when asked for, then
+// [DONE]. The n choices of a request go out as their tokens come, each
+// chunk carrying one choice, in index order within an engine step, as
+// vLLM's output collector hands them over.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, kids []*seq) {
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	if fl != nil {
 		fl.Flush()
 	}
-	sent, chunks := 0, 0
-	cw := s.newChunkWriter(j)
-	for {
-		ids, finished, reason, ok := s.await(r, sq)
-		if !ok || reason == "abort" {
+	outs := make([]choiceOut, len(kids))
+	for i := range outs {
+		outs[i].cw = s.newChunkWriter(j, i)
+		if j.logprobs {
+			outs[i].lp = newLogprobSampler(s.vocab, j.choices[i].seed, j.greedy)
+		}
+	}
+	chunks, total := 0, 0
+	for left := len(kids); left > 0; {
+		if !s.wait(r, kids) {
 			return
 		}
-		if len(ids) > 0 {
-			if chunks == j.fault.errorAfter {
-				s.eng.abort(sq)
-				w.Write(streamError(http.StatusInternalServerError, "The simulated engine failed mid-generation (injected by the simulator)."))
-				w.Write([]byte("data: [DONE]\n\n"))
+		for i, sq := range kids {
+			o := &outs[i]
+			if o.done {
+				continue
+			}
+			ids, finished, reason := sq.take()
+			if reason == "abort" {
+				return
+			}
+			if len(ids) > 0 {
+				if chunks == j.fault.errorAfter {
+					s.abortAll(kids)
+					w.Write(streamError(http.StatusInternalServerError, "The simulated engine failed mid-generation (injected by the simulator)."))
+					w.Write([]byte("data: [DONE]\n\n"))
+					if fl != nil {
+						fl.Flush()
+					}
+					return
+				}
+				if chunks == j.fault.abortAfter {
+					s.abortAll(kids)
+					panic(http.ErrAbortHandler)
+				}
+				if j.fault.stall > 0 && chunks == j.fault.stallAfter {
+					if !sleepCtx(r, j.fault.stall) {
+						s.abortAll(kids)
+						return
+					}
+					more, fin, rsn, _ := sq.tryTake()
+					ids, finished, reason = append(ids, more...), finished || fin, pick(reason, rsn)
+				}
+				finish := ""
+				if finished {
+					finish = reason
+				}
+				if j.chat && chunks == 0 {
+					for k := range kids {
+						writeEvent(w, s.chatRoleChunk(j, k))
+					}
+				}
+				o.sent += len(ids)
+				total += len(ids)
+				if chunks == j.fault.malformedAfter {
+					w.Write([]byte("data: {\"id\":\"" + j.id + "\",\"object\":\n\n"))
+				} else {
+					w.Write(o.cw.chunk(s.vocab.text(ids), o.logprobs(j, s.vocab, ids), finish, o.sent))
+				}
 				if fl != nil {
 					fl.Flush()
 				}
-				return
+				sq.recordChunk(len(ids))
+				chunks++
 			}
-			if chunks == j.fault.abortAfter {
-				s.eng.abort(sq)
-				panic(http.ErrAbortHandler)
-			}
-			if j.fault.stall > 0 && chunks == j.fault.stallAfter {
-				if !sleepCtx(r, j.fault.stall) {
-					s.eng.abort(sq)
-					return
-				}
-				more, fin, rsn, _ := sq.tryTake()
-				ids, finished, reason = append(ids, more...), finished || fin, pick(reason, rsn)
-			}
-			finish := ""
 			if finished {
-				finish = reason
+				o.done = true
+				left--
 			}
-			if j.chat && chunks == 0 {
-				writeEvent(w, s.chatRoleChunk(j))
-			}
-			sent += len(ids)
-			if chunks == j.fault.malformedAfter {
-				w.Write([]byte("data: {\"id\":\"" + j.id + "\",\"object\":\n\n"))
-			} else {
-				w.Write(cw.chunk(s.vocab.text(ids), finish, sent))
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-			sq.recordChunk(len(ids))
-			chunks++
-		}
-		if finished {
-			break
 		}
 	}
 	if j.includeUsage {
@@ -75,12 +97,35 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, sq *seq)
 			object = "chat.completion.chunk"
 		}
 		writeEvent(w, usageChunk{ID: j.id, Object: object, Created: j.created, Model: s.p.Model,
-			Choices: []struct{}{}, Usage: newUsage(len(j.prompt), sent)})
+			Choices: []struct{}{}, Usage: newUsage(len(j.prompt), total)})
 	}
 	w.Write([]byte("data: [DONE]\n\n"))
 	if fl != nil {
 		fl.Flush()
 	}
+}
+
+// choiceOut is what the stream keeps of one choice.
+type choiceOut struct {
+	cw     *chunkWriter
+	lp     *logprobSampler // nil without logprobs
+	sent   int             // tokens sent
+	offset int             // characters of text sent (completions' text_offset)
+	done   bool
+}
+
+// logprobs returns the JSON of the logprobs of the choice's next ids, nil
+// when the request asked for none.
+func (o *choiceOut) logprobs(j *job, v *vocab, ids []int) []byte {
+	if o.lp == nil {
+		return nil
+	}
+	if j.chat {
+		return marshal(v.chatLogprobsOf(o.lp, ids, j.topK))
+	}
+	lp, off := v.completionLogprobsOf(o.lp, ids, j.topK, o.offset)
+	o.offset = off
+	return marshal(lp)
 }
 
 func pick(a, b string) string {
@@ -106,6 +151,28 @@ func (s *Server) await(r *http.Request, sq *seq) (ids []int, finished bool, reas
 		case <-s.done:
 			return nil, false, "", false
 		}
+	}
+}
+
+// wait blocks until the engine may have handed one of kids tokens or
+// finished it (they share one notify channel, and every delivery leaves a
+// notice in it); false when the client or the server went away (the
+// sequences are then aborted).
+func (s *Server) wait(r *http.Request, kids []*seq) bool {
+	select {
+	case <-kids[0].notify:
+		return true
+	case <-r.Context().Done():
+		s.abortAll(kids)
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+func (s *Server) abortAll(kids []*seq) {
+	for _, sq := range kids {
+		s.eng.abort(sq)
 	}
 }
 
@@ -143,10 +210,10 @@ func writeEvent(w http.ResponseWriter, v any) {
 	w.Write(buf)
 }
 
-func (s *Server) chatRoleChunk(j *job) chatChunk {
+func (s *Server) chatRoleChunk(j *job, index int) chatChunk {
 	empty := ""
 	c := chatChunk{ID: j.id, Object: "chat.completion.chunk", Created: j.created, Model: s.p.Model,
-		Choices:        []chatChunkChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}},
+		Choices:        []chatChunkChoice{{Index: index, Delta: chatDelta{Role: "assistant", Content: &empty}}},
 		PromptTokenIDs: jsonNull}
 	if j.continuous {
 		u := newUsage(len(j.prompt), 0)
@@ -155,17 +222,19 @@ func (s *Server) chatRoleChunk(j *job) chatChunk {
 	return c
 }
 
-// contentChunk is the chunk carrying ids; sent counts the tokens sent so
-// far, these included. The stream writes the same bytes with chunkWriter;
-// this is the reference it is tested against.
-func (s *Server) contentChunk(j *job, ids []int, finish string, sent int) any {
+// contentChunk is choice index's chunk carrying ids, with logprobs lp (a
+// *completionLogprobs or *chatLogprobs, nil for none); sent counts the
+// choice's tokens sent so far, these included. The stream writes the same
+// bytes with chunkWriter; this is the reference it is tested against.
+func (s *Server) contentChunk(j *job, index int, ids []int, lp any, finish string, sent int) any {
 	text := s.vocab.text(ids)
 	var fr *string
 	if finish != "" {
 		fr = &finish
 	}
 	if j.chat {
-		ch := chatChunkChoice{Delta: chatDelta{Content: &text}, FinishReason: fr, TokenIDs: jsonNull}
+		ch := chatChunkChoice{Index: index, Delta: chatDelta{Content: &text}, FinishReason: fr, TokenIDs: jsonNull}
+		ch.Logprobs, _ = lp.(*chatLogprobs)
 		if fr != nil {
 			ch.StopReason = jsonNull
 		}
@@ -177,27 +246,38 @@ func (s *Server) contentChunk(j *job, ids []int, finish string, sent int) any {
 		}
 		return c
 	}
+	ch := completionChunkChoice{Index: index, Text: text, FinishReason: fr}
+	ch.Logprobs, _ = lp.(*completionLogprobs)
 	c := completionChunk{ID: j.id, Object: "text_completion", Created: j.created, Model: s.p.Model,
-		Choices: []completionChunkChoice{{Text: text, FinishReason: fr}}}
+		Choices: []completionChunkChoice{ch}}
 	if j.continuous {
 		c.Usage = newUsage(len(j.prompt), sent).full()
 	}
 	return c
 }
 
-// respond waits for the whole output and answers in one JSON body.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job, sq *seq) {
-	var out []int
-	reason := ""
-	for {
-		ids, finished, rsn, ok := s.await(r, sq)
-		if !ok || rsn == "abort" {
+// respond waits for every choice's whole output and answers in one JSON
+// body, the choices in index order.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job, kids []*seq) {
+	outs := make([][]int, len(kids))
+	reasons := make([]string, len(kids))
+	for left := len(kids); left > 0; {
+		if !s.wait(r, kids) {
 			return
 		}
-		out = append(out, ids...)
-		if finished {
-			reason = rsn
-			break
+		for i, sq := range kids {
+			if reasons[i] != "" {
+				continue
+			}
+			ids, finished, rsn := sq.take()
+			if rsn == "abort" {
+				return
+			}
+			outs[i] = append(outs[i], ids...)
+			if finished {
+				reasons[i] = rsn
+				left--
+			}
 		}
 	}
 	if j.fault.abortAfter >= 0 {
@@ -215,15 +295,32 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job, sq *seq
 		w.Write([]byte(`{"id":"` + j.id + `","object":`))
 		return
 	}
-	sq.recordChunk(len(out))
-	text := s.vocab.text(out)
-	u := newUsage(len(j.prompt), len(out)).full()
+	total := 0
+	for _, out := range outs {
+		total += len(out)
+	}
+	kids[0].recordChunk(total) // the body is one chunk, whatever the choices
+	u := newUsage(len(j.prompt), total).full()
 	if j.chat {
+		choices := make([]chatResponseChoice, len(kids))
+		for i, out := range outs {
+			choices[i] = chatResponseChoice{Index: i, FinishReason: reasons[i],
+				Message: chatMessage{Role: "assistant", Content: s.vocab.text(out), ToolCalls: []any{}}}
+			if j.logprobs {
+				choices[i].Logprobs = s.vocab.chatLogprobsOf(newLogprobSampler(s.vocab, j.choices[i].seed, j.greedy), out, j.topK)
+			}
+		}
 		writeJSON(w, http.StatusOK, chatResponse{ID: j.id, Object: "chat.completion", Created: j.created, Model: s.p.Model,
-			Choices: []chatResponseChoice{{Message: chatMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: reason}},
-			Usage:   u})
+			Choices: choices, Usage: u})
 		return
 	}
+	choices := make([]completionResponseChoice, len(kids))
+	for i, out := range outs {
+		choices[i] = completionResponseChoice{Index: i, Text: s.vocab.text(out), FinishReason: reasons[i]}
+		if j.logprobs {
+			choices[i].Logprobs, _ = s.vocab.completionLogprobsOf(newLogprobSampler(s.vocab, j.choices[i].seed, j.greedy), out, j.topK, 0)
+		}
+	}
 	writeJSON(w, http.StatusOK, completionResponse{ID: j.id, Object: "text_completion", Created: j.created, Model: s.p.Model,
-		Choices: []completionResponseChoice{{Text: text, FinishReason: reason}}, Usage: u})
+		Choices: choices, Usage: u})
 }

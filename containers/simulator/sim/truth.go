@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"container/list"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +50,9 @@ type Truth struct {
 	Preemptions int `json:"preemptions"`
 	// FinishReason is "length", "stop", "abort" or "" while running.
 	FinishReason string `json:"finish_reason"`
+	// N is the request's n when it asked for several choices (absent for
+	// one); the record then covers all of them (see the README).
+	N int `json:"n,omitempty"`
 	// Fault names the fault injected into the request, "" for none.
 	Fault string `json:"fault,omitempty"`
 	// QueueMS is the time until the request's first step started.
@@ -75,9 +80,11 @@ type truthStore struct {
 	order *list.List // of *seqRecord, oldest first
 }
 
-// seqRecord ties a seq to what is known of it outside the engine.
+// seqRecord ties a seq to what is known of it outside the engine. For a
+// request with n > 1 choices, s is choice 0 and more the others.
 type seqRecord struct {
 	s        *seq
+	more     []*seq
 	endpoint string
 	wall     time.Time
 	fault    string
@@ -110,24 +117,22 @@ func (t *truthStore) get(id string) (Truth, bool) {
 		return Truth{}, false
 	}
 	r := e.Value.(*seqRecord)
-	s := r.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	td, finish := r.snapshot()
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	out := Truth{
-		ID: s.id, Endpoint: r.endpoint, Arrival: r.wall.UnixNano(), Fault: r.fault,
-		PromptTokens: s.promptLen, OutputTokens: len(s.truth.TokenTimes),
-		CachedTokens: s.truth.CachedTokens, Preemptions: s.truth.Preemptions,
-		QueueMS: ms(s.truth.FirstScheduled), FinishedMS: ms(s.truth.Finished), ChunkTokens: append([]int{}, s.truth.ChunkTokens...),
+		ID: r.s.id, Endpoint: r.endpoint, Arrival: r.wall.UnixNano(), Fault: r.fault,
+		PromptTokens: r.s.promptLen, OutputTokens: len(td.TokenTimes),
+		CachedTokens: td.CachedTokens, Preemptions: td.Preemptions, FinishReason: finish,
+		QueueMS: ms(td.FirstScheduled), FinishedMS: ms(td.Finished), ChunkTokens: append([]int{}, td.ChunkTokens...),
 		TokenMS: []float64{}, ChunkMS: []float64{}, ITLMS: []float64{},
 	}
-	if s.finished {
-		out.FinishReason = s.finish
+	if len(r.more) > 0 {
+		out.N = 1 + len(r.more)
 	}
-	for _, d := range s.truth.TokenTimes {
+	for _, d := range td.TokenTimes {
 		out.TokenMS = append(out.TokenMS, ms(d))
 	}
-	for _, d := range s.truth.ChunkTimes {
+	for _, d := range td.ChunkTimes {
 		out.ChunkMS = append(out.ChunkMS, ms(d))
 	}
 	ref := out.ChunkMS
@@ -141,6 +146,58 @@ func (t *truthStore) get(id string) (Truth, bool) {
 		}
 	}
 	return out, true
+}
+
+// snapshot copies the record's ground truth and finish reason ("" while
+// running). A request with n > 1 choices is their union, since a client
+// sees their chunks interleaved in one stream: token and chunk times of all
+// choices merged in time order, preemptions and cached tokens summed over
+// the choices, the first choice's scheduling and the last one's finish
+// (once all have finished), and the finish reason of the choice that
+// finished last ("abort" if any was aborted).
+func (r *seqRecord) snapshot() (td truthData, finish string) {
+	finished := true
+	for i, s := range append([]*seq{r.s}, r.more...) {
+		s.mu.Lock()
+		t := &s.truth
+		if i == 0 || t.FirstScheduled > 0 && (td.FirstScheduled == 0 || t.FirstScheduled < td.FirstScheduled) {
+			td.FirstScheduled = t.FirstScheduled
+		}
+		td.TokenTimes = append(td.TokenTimes, t.TokenTimes...)
+		td.ChunkTimes = append(td.ChunkTimes, t.ChunkTimes...)
+		td.ChunkTokens = append(td.ChunkTokens, t.ChunkTokens...)
+		td.Preemptions += t.Preemptions
+		td.CachedTokens += t.CachedTokens
+		switch {
+		case !s.finished:
+			finished = false
+		case finish != "abort" && (s.finish == "abort" || t.Finished >= td.Finished):
+			finish = s.finish
+		}
+		td.Finished = max(td.Finished, t.Finished)
+		s.mu.Unlock()
+	}
+	if !finished {
+		td.Finished, finish = 0, ""
+	}
+	slices.Sort(td.TokenTimes)
+	return td.byChunkTime(), finish
+}
+
+// byChunkTime orders the chunks (of several choices) by when they were
+// written.
+func (td truthData) byChunkTime() truthData {
+	idx := make([]int, len(td.ChunkTimes))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(td.ChunkTimes[a], td.ChunkTimes[b]) })
+	times, toks := make([]time.Duration, len(idx)), make([]int, len(idx))
+	for i, k := range idx {
+		times[i], toks[i] = td.ChunkTimes[k], td.ChunkTokens[k]
+	}
+	td.ChunkTimes, td.ChunkTokens = times, toks
+	return td
 }
 
 // Truth returns the ground truth of a recent request by its id: the

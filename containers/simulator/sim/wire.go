@@ -46,13 +46,13 @@ type completionChunk struct {
 }
 
 type completionChunkChoice struct {
-	Index          int     `json:"index"`
-	Text           string  `json:"text"`
-	Logprobs       *any    `json:"logprobs"`
-	FinishReason   *string `json:"finish_reason"`
-	StopReason     *any    `json:"stop_reason"`
-	PromptTokenIDs *[]int  `json:"prompt_token_ids"`
-	TokenIDs       *[]int  `json:"token_ids"`
+	Index          int                 `json:"index"`
+	Text           string              `json:"text"`
+	Logprobs       *completionLogprobs `json:"logprobs"`
+	FinishReason   *string             `json:"finish_reason"`
+	StopReason     *any                `json:"stop_reason"`
+	PromptTokenIDs *[]int              `json:"prompt_token_ids"`
+	TokenIDs       *[]int              `json:"token_ids"`
 }
 
 // usageChunk is the last chunk when stream_options.include_usage is set,
@@ -81,10 +81,10 @@ type chatChunk struct {
 }
 
 type chatChunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        chatDelta `json:"delta"`
-	Logprobs     *any      `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 	// StopReason is set (to null) only on the chunk that finishes.
 	StopReason json.RawMessage `json:"stop_reason,omitempty"`
 	// TokenIDs is set (to null) on every chunk after the role chunk.
@@ -113,14 +113,14 @@ type completionResponse struct {
 }
 
 type completionResponseChoice struct {
-	Index          int    `json:"index"`
-	Text           string `json:"text"`
-	Logprobs       *any   `json:"logprobs"`
-	FinishReason   string `json:"finish_reason"`
-	StopReason     *any   `json:"stop_reason"`
-	TokenIDs       *[]int `json:"token_ids"`
-	PromptLogprobs *any   `json:"prompt_logprobs"`
-	PromptTokenIDs *[]int `json:"prompt_token_ids"`
+	Index          int                 `json:"index"`
+	Text           string              `json:"text"`
+	Logprobs       *completionLogprobs `json:"logprobs"`
+	FinishReason   string              `json:"finish_reason"`
+	StopReason     *any                `json:"stop_reason"`
+	TokenIDs       *[]int              `json:"token_ids"`
+	PromptLogprobs *any                `json:"prompt_logprobs"`
+	PromptTokenIDs *[]int              `json:"prompt_token_ids"`
 }
 
 // chatResponse is a non-streamed ChatCompletionResponse.
@@ -139,12 +139,12 @@ type chatResponse struct {
 }
 
 type chatResponseChoice struct {
-	Index        int         `json:"index"`
-	Message      chatMessage `json:"message"`
-	Logprobs     *any        `json:"logprobs"`
-	FinishReason string      `json:"finish_reason"`
-	StopReason   *any        `json:"stop_reason"`
-	TokenIDs     *[]int      `json:"token_ids"`
+	Index        int           `json:"index"`
+	Message      chatMessage   `json:"message"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+	StopReason   *any          `json:"stop_reason"`
+	TokenIDs     *[]int        `json:"token_ids"`
 }
 
 type chatMessage struct {
@@ -194,6 +194,17 @@ func errorType(status int) string {
 
 func newError(status int, format string, args ...any) errorResponse {
 	return errorResponse{Error: errorInfo{Message: fmt.Sprintf(format, args...), Type: errorType(status), Code: status}}
+}
+
+// invalid is vLLM's answer to a request its pydantic model rejects (a
+// validator's ValueError): status 400, type "Bad Request". vLLM's message is
+// pydantic's whole error dump, which repeats the request body as a Python
+// repr and names the server's source file; the simulator sends only the
+// validator's sentence, which that dump contains.
+func invalid(msg string) error {
+	e := newError(400, "%s", msg)
+	e.Error.Type = "Bad Request"
+	return &badRequest{e}
 }
 
 // modelNotFound is vLLM's answer to a request for another model.
