@@ -179,15 +179,11 @@ func (o *options) servedName() string {
 // BaseURL returns the server's address as seen from this machine, such as
 // "http://127.0.0.1:32768" (no trailing slash, no /v1).
 func (c *Container) BaseURL(ctx context.Context) (string, error) {
-	host, err := c.Host(ctx)
+	u, err := c.PortEndpoint(ctx, exposedPort, "http")
 	if err != nil {
 		return "", fmt.Errorf("vllm base url: %w", err)
 	}
-	port, err := c.MappedPort(ctx, exposedPort)
-	if err != nil {
-		return "", fmt.Errorf("vllm base url: %w", err)
-	}
-	return fmt.Sprintf("http://%s:%s", host, port.Port()), nil
+	return u, nil
 }
 
 // LogTail returns the last lines the container wrote (up to 200).
