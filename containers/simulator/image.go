@@ -117,11 +117,7 @@ func imageExists(ctx context.Context, tag string) (bool, error) {
 // repoRoot is the servegate checkout this package was compiled from; the
 // image is built from its sources.
 func repoRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("simulator image: cannot locate the package sources")
-	}
-	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	root := fixtures.Dir()
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		return "", fmt.Errorf("simulator image: the servegate sources are not at %s (%w); build the image from a servegate checkout", root, err)
 	}
