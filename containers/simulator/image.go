@@ -188,7 +188,15 @@ func buildBinary(ctx context.Context, root, hash string, logw io.Writer) ([]byte
 			return bin, cgo, nil
 		}
 	}
-	tmp := filepath.Join(dir, hash+".tmp")
+	// Each build writes into its own temporary directory: processes that
+	// build the same hash at once (go test runs packages in parallel) must
+	// not rename one another's output away.
+	tmpDir, err := os.MkdirTemp(dir, hash+"-*.tmp")
+	if err != nil {
+		return nil, false, fmt.Errorf("simulator binary: %w", err)
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "servegate-sim")
 	out, err := goBuild(ctx, root, tmp, true)
 	if err == nil {
 		return finishBinary(tmp, filepath.Join(dir, hash+"-cgo"), true)
