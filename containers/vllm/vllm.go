@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +47,8 @@ const (
 	containerPort = "8000"
 	exposedPort   = containerPort + "/tcp"
 	hfCachePath   = "/root/.cache/huggingface"
+	// logTailLines is how many container log lines LogTail keeps.
+	logTailLines = 200
 )
 
 // Image returns the image to run: $SERVEGATE_IMAGE when set, else
@@ -78,7 +79,6 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		img = Image()
 	}
 	o := defaultOptions()
-	o.goarch = runtime.GOARCH
 	var custom []testcontainers.ContainerCustomizer
 	for _, opt := range opts {
 		if vo, ok := opt.(Option); ok {
@@ -97,7 +97,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		return nil, fmt.Errorf("run vllm: %w", err)
 	}
 
-	logs := newLogTail(o.logTailLines)
+	logs := newLogTail(logTailLines)
 	all := append(o.customizers(logs), custom...)
 	ctr, err := testcontainers.Run(ctx, img, all...)
 	var c *Container
