@@ -8,7 +8,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,31 +71,31 @@ func Require(tb testing.TB) {
 
 // ScratchContext returns an in-memory docker build context (a tar archive)
 // holding a Dockerfile that copies binary into an empty image and runs it.
-// extra files are added beside it and copied to the image root too.
+// extra files are added beside it and copied to the image root too, in name
+// order so that the same inputs give the same context.
 func ScratchContext(binary []byte, args []string, extra map[string][]byte) (*bytes.Reader, error) {
+	names := slices.Sorted(maps.Keys(extra))
+	var df strings.Builder
+	df.WriteString("FROM scratch\nCOPY app /app\n")
+	for _, name := range names {
+		fmt.Fprintf(&df, "COPY %s /%s\n", name, name)
+	}
+	df.WriteString(`ENTRYPOINT ["/app"`)
+	for _, a := range args {
+		fmt.Fprintf(&df, ", %q", a)
+	}
+	df.WriteString("]\n")
+
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	df := "FROM scratch\nCOPY app /app\n"
-	for name := range extra {
-		df += fmt.Sprintf("COPY %s /%s\n", name, name)
+	if err := addFile(tw, "Dockerfile", []byte(df.String())); err != nil {
+		return nil, err
 	}
-	df += "ENTRYPOINT [\"/app\""
-	for _, a := range args {
-		df += fmt.Sprintf(", %q", a)
+	if err := addFile(tw, "app", binary); err != nil {
+		return nil, err
 	}
-	df += "]\n"
-	files := map[string][]byte{"Dockerfile": []byte(df), "app": binary}
-	for k, v := range extra {
-		files[k] = v
-	}
-	for _, name := range []string{"Dockerfile", "app"} {
-		if err := addFile(tw, name, files[name]); err != nil {
-			return nil, err
-		}
-		delete(files, name)
-	}
-	for name, data := range files {
-		if err := addFile(tw, name, data); err != nil {
+	for _, name := range names {
+		if err := addFile(tw, name, extra[name]); err != nil {
 			return nil, err
 		}
 	}

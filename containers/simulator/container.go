@@ -158,15 +158,11 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 
 // BaseURL is the simulator's address from the host: http://host:port.
 func (c *Container) BaseURL(ctx context.Context) (string, error) {
-	host, err := c.Host(ctx)
+	u, err := c.PortEndpoint(ctx, Port, "http")
 	if err != nil {
 		return "", fmt.Errorf("simulator base url: %w", err)
 	}
-	port, err := c.MappedPort(ctx, Port)
-	if err != nil {
-		return "", fmt.Errorf("simulator base url: %w", err)
-	}
-	return "http://" + host + ":" + port.Port(), nil
+	return u, nil
 }
 
 // Truth fetches one request's ground truth from /debug/requests/{id}.

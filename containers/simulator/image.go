@@ -117,11 +117,7 @@ func imageExists(ctx context.Context, tag string) (bool, error) {
 // repoRoot is the servegate checkout this package was compiled from; the
 // image is built from its sources.
 func repoRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("simulator image: cannot locate the package sources")
-	}
-	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	root := fixtures.Dir()
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		return "", fmt.Errorf("simulator image: the servegate sources are not at %s (%w); build the image from a servegate checkout", root, err)
 	}
@@ -192,7 +188,15 @@ func buildBinary(ctx context.Context, root, hash string, logw io.Writer) ([]byte
 			return bin, cgo, nil
 		}
 	}
-	tmp := filepath.Join(dir, hash+".tmp")
+	// Each build writes into its own temporary directory: processes that
+	// build the same hash at once (go test runs packages in parallel) must
+	// not rename one another's output away.
+	tmpDir, err := os.MkdirTemp(dir, hash+"-*.tmp")
+	if err != nil {
+		return nil, false, fmt.Errorf("simulator binary: %w", err)
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "servegate-sim")
 	out, err := goBuild(ctx, root, tmp, true)
 	if err == nil {
 		return finishBinary(tmp, filepath.Join(dir, hash+"-cgo"), true)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -45,8 +46,7 @@ type options struct {
 	cpuFlagsSet     bool
 	cpuInfoPath     string
 	logger          Logger
-	logTailLines    int
-	goarch          string
+	goarch          string // the architecture the CPU check assumes
 }
 
 func defaultOptions() options {
@@ -56,7 +56,7 @@ func defaultOptions() options {
 		shmSizeBytes:   4 << 30,
 		startupTimeout: DefaultStartupTimeout,
 		cpuInfoPath:    "/proc/cpuinfo",
-		logTailLines:   200,
+		goarch:         runtime.GOARCH,
 		env:            map[string]string{},
 		modelDirs:      map[string]string{},
 	}

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +47,8 @@ const (
 	containerPort = "8000"
 	exposedPort   = containerPort + "/tcp"
 	hfCachePath   = "/root/.cache/huggingface"
+	// logTailLines is how many container log lines LogTail keeps.
+	logTailLines = 200
 )
 
 // Image returns the image to run: $SERVEGATE_IMAGE when set, else
@@ -78,7 +79,6 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		img = Image()
 	}
 	o := defaultOptions()
-	o.goarch = runtime.GOARCH
 	var custom []testcontainers.ContainerCustomizer
 	for _, opt := range opts {
 		if vo, ok := opt.(Option); ok {
@@ -97,7 +97,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		return nil, fmt.Errorf("run vllm: %w", err)
 	}
 
-	logs := newLogTail(o.logTailLines)
+	logs := newLogTail(logTailLines)
 	all := append(o.customizers(logs), custom...)
 	ctr, err := testcontainers.Run(ctx, img, all...)
 	var c *Container
@@ -179,15 +179,11 @@ func (o *options) servedName() string {
 // BaseURL returns the server's address as seen from this machine, such as
 // "http://127.0.0.1:32768" (no trailing slash, no /v1).
 func (c *Container) BaseURL(ctx context.Context) (string, error) {
-	host, err := c.Host(ctx)
+	u, err := c.PortEndpoint(ctx, exposedPort, "http")
 	if err != nil {
 		return "", fmt.Errorf("vllm base url: %w", err)
 	}
-	port, err := c.MappedPort(ctx, exposedPort)
-	if err != nil {
-		return "", fmt.Errorf("vllm base url: %w", err)
-	}
-	return fmt.Sprintf("http://%s:%s", host, port.Port()), nil
+	return u, nil
 }
 
 // LogTail returns the last lines the container wrote (up to 200).
