@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 // MetricValues looks a number up by its vLLM result-JSON name
@@ -139,13 +141,9 @@ func centre(title string, fill byte) string {
 }
 
 // PercentileWord spells a percentile as vLLM does in labels and result
-// keys: 99 for 99.0, 99.9 for 99.9.
-func PercentileWord(p float64) string {
-	if p == math.Trunc(p) {
-		return strconv.Itoa(int(p))
-	}
-	return strconv.FormatFloat(p, 'f', -1, 64)
-}
+// keys: 99 for 99.0, 99.9 for 99.9. It is metrics.PercentileWord, so the
+// keys built with it are the ones metrics.Summary.Value parses.
+func PercentileWord(p float64) string { return metrics.PercentileWord(p) }
 
 // consoleWriter collects summary rows and keeps the first error.
 type consoleWriter struct {
