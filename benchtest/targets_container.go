@@ -1,7 +1,9 @@
 package benchtest
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,7 +78,7 @@ func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
 	return &Target{
 		Kind:            scenario.TargetSim,
 		BaseURL:         base,
-		Model:           firstNonEmpty(spec.Model, served),
+		Model:           cmp.Or(spec.Model, served),
 		ServedModelName: served,
 		Image:           image,
 		logs:            containerLogs(ctr),
@@ -100,7 +102,7 @@ func servedModel(ctx context.Context, base string) (string, error) {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := decodeJSON(resp.Body, &body); err != nil || len(body.Data) == 0 {
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Data) == 0 {
 		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
 	}
 	return body.Data[0].ID, nil
