@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,7 +119,7 @@ func consoleRows(s ConsoleSummary) ([]summaryRow, error) {
 		percentiles = []float64{99}
 	}
 	for _, sec := range latencySections {
-		if !containsString(selected, sec.key) || (s.Pooling && sec.key != "e2el") {
+		if !slices.Contains(selected, sec.key) || (s.Pooling && sec.key != "e2el") {
 			continue
 		}
 		c.section(sec.header, '-')
@@ -203,13 +204,4 @@ func fixed2(v float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
