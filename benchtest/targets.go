@@ -11,11 +11,6 @@ import (
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
-func init() {
-	starters[scenario.TargetURL] = startURL
-	starters[scenario.TargetInproc] = startInproc
-}
-
 // startURL uses a server that is already running. Without target.model
 // it asks the server's /v1/models which model it serves.
 func startURL(ctx context.Context, spec scenario.Target) (*Target, error) {

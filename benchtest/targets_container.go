@@ -17,11 +17,6 @@ import (
 	"github.com/servegate/servegate/containers/vllm"
 )
 
-func init() {
-	starters[scenario.TargetSim] = startSim
-	starters[scenario.TargetVLLM] = startVLLM
-}
-
 // startSim runs the simulator image (built from this repository and cached
 // by content hash, or target.image) with testcontainers.
 func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
