@@ -46,7 +46,7 @@ func execute(ctx context.Context, sc *scenario.Scenario, tgt *Target) (*outcome,
 		PercentileMetrics: sc.Metrics.PercentileMetrics,
 		Percentiles:       sc.Metrics.Percentiles,
 		Goodput:           sc.SLO.Goodput,
-		Pooling:           sc.Backend == "openai-embeddings" || sc.Backend == "vllm-rerank",
+		Pooling:           client.IsPooling(sc.Backend),
 	})
 	o := &outcome{sc: sc, target: tgt, result: res, summary: sum, tokenizer: tokName}
 	o.lookup = scenario.WithDerived(sum.Value)

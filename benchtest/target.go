@@ -45,8 +45,13 @@ func (t *Target) Close(ctx context.Context) error {
 	return t.close(ctx)
 }
 
-// starters start each target kind; targets.go fills it.
-var starters = map[string]func(ctx context.Context, spec scenario.Target) (*Target, error){}
+// starters start each target kind (targets.go, targets_container.go).
+var starters = map[string]func(ctx context.Context, spec scenario.Target) (*Target, error){
+	scenario.TargetURL:    startURL,
+	scenario.TargetInproc: startInproc,
+	scenario.TargetSim:    startSim,
+	scenario.TargetVLLM:   startVLLM,
+}
 
 // A pool starts each distinct target once and shares it among the
 // scenarios that use the same one.

@@ -1,21 +1,15 @@
 package benchtest
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"strings"
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
-
-func init() {
-	starters[scenario.TargetURL] = startURL
-	starters[scenario.TargetInproc] = startInproc
-}
 
 // startURL uses a server that is already running. Without target.model
 // it asks the server's /v1/models which model it serves.
@@ -43,7 +37,7 @@ func simSettings(spec scenario.Target) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m := firstNonEmpty(spec.ServedModelName, spec.Model); m != "" {
+	if m := cmp.Or(spec.ServedModelName, spec.Model); m != "" {
 		set["model"] = m
 	}
 	return set, nil
@@ -69,7 +63,7 @@ func startInproc(ctx context.Context, spec scenario.Target) (*Target, error) {
 	return &Target{
 		Kind:            scenario.TargetInproc,
 		BaseURL:         hs.URL,
-		Model:           firstNonEmpty(spec.Model, served),
+		Model:           cmp.Or(spec.Model, served),
 		ServedModelName: served,
 		close: func(context.Context) error {
 			err := srv.Close() // ends the streams in flight first
@@ -78,17 +72,4 @@ func startInproc(ctx context.Context, spec scenario.Target) (*Target, error) {
 			return err
 		},
 	}, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func decodeJSON(r io.Reader, v any) error {
-	return json.NewDecoder(r).Decode(v)
 }

@@ -1,7 +1,9 @@
 package benchtest
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,11 +16,6 @@ import (
 	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/containers/vllm"
 )
-
-func init() {
-	starters[scenario.TargetSim] = startSim
-	starters[scenario.TargetVLLM] = startVLLM
-}
 
 // startSim runs the simulator image (built from this repository and cached
 // by content hash, or target.image) with testcontainers.
@@ -76,7 +73,7 @@ func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
 	return &Target{
 		Kind:            scenario.TargetSim,
 		BaseURL:         base,
-		Model:           firstNonEmpty(spec.Model, served),
+		Model:           cmp.Or(spec.Model, served),
 		ServedModelName: served,
 		Image:           image,
 		logs:            containerLogs(ctr),
@@ -100,7 +97,7 @@ func servedModel(ctx context.Context, base string) (string, error) {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := decodeJSON(resp.Body, &body); err != nil || len(body.Data) == 0 {
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Data) == 0 {
 		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
 	}
 	return body.Data[0].ID, nil

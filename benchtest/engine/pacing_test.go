@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/fixtures"
 )
@@ -162,7 +162,7 @@ func TestRampUpEvents(t *testing.T) {
 				t.Errorf("timestamp %q: %v", e.Timestamp, err)
 			}
 		}
-		if want := []int{1, 2, 3, 4}; !equalInts(got, want) {
+		if want := []int{1, 2, 3, 4}; !slices.Equal(got, want) {
 			t.Errorf("rps events %v, want %v", got, want)
 		}
 		for i, r := range res.Schedule.Rates {
@@ -331,20 +331,6 @@ func TestWarmupsAndProfile(t *testing.T) {
 		}
 	})
 }
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-var _ = dataset.Sample{}
 
 func TestProfileFailureIsAWarning(t *testing.T) {
 	inBubble(t, 5*ms, func(t *testing.T, srv *fakeServer, cfg Config) {

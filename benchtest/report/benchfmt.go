@@ -6,7 +6,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
@@ -68,7 +67,7 @@ func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float6
 			if p == 50 {
 				continue
 			}
-			ps := strconv.FormatFloat(p, 'f', -1, 64)
+			ps := PercentileWord(p)
 			add("p"+ps+"_"+m+"_ms", m+"-p"+ps+"-sec", Lower, 1000)
 		}
 	}

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 // MetricValues looks a number up by its vLLM result-JSON name
@@ -116,7 +119,7 @@ func consoleRows(s ConsoleSummary) ([]summaryRow, error) {
 		percentiles = []float64{99}
 	}
 	for _, sec := range latencySections {
-		if !containsString(selected, sec.key) || (s.Pooling && sec.key != "e2el") {
+		if !slices.Contains(selected, sec.key) || (s.Pooling && sec.key != "e2el") {
 			continue
 		}
 		c.section(sec.header, '-')
@@ -139,13 +142,9 @@ func centre(title string, fill byte) string {
 }
 
 // PercentileWord spells a percentile as vLLM does in labels and result
-// keys: 99 for 99.0, 99.9 for 99.9.
-func PercentileWord(p float64) string {
-	if p == math.Trunc(p) {
-		return strconv.Itoa(int(p))
-	}
-	return strconv.FormatFloat(p, 'f', -1, 64)
-}
+// keys: 99 for 99.0, 99.9 for 99.9. It is metrics.PercentileWord, so the
+// keys built with it are the ones metrics.Summary.Value parses.
+func PercentileWord(p float64) string { return metrics.PercentileWord(p) }
 
 // consoleWriter collects summary rows and keeps the first error.
 type consoleWriter struct {
@@ -205,13 +204,4 @@ func fixed2(v float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

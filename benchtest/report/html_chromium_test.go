@@ -44,9 +44,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 	}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
-	var buf bytes.Buffer
-	require.NoError(t, WriteHTMLReport(&buf, sampleHTMLReport()))
-	require.NoError(t, os.WriteFile(page, buf.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(page, []byte(renderHTML(t, sampleHTMLReport())), 0o644))
 	url := "file://" + page
 
 	dom := string(chromium(t, "--dump-dom", url))

@@ -81,12 +81,18 @@ func sampleHTMLReport() HTMLReport {
 	}
 }
 
-func TestWriteHTMLReport(t *testing.T) {
+// renderHTML writes r's report and returns the page.
+func renderHTML(t *testing.T, r HTMLReport) string {
+	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, WriteHTMLReport(&buf, sampleHTMLReport()))
-	page := buf.String()
+	require.NoError(t, WriteHTMLReport(&buf, r))
+	return buf.String()
+}
+
+func TestWriteHTMLReport(t *testing.T) {
+	page := renderHTML(t, sampleHTMLReport())
 	if *writeSample != "" {
-		require.NoError(t, os.WriteFile(*writeSample, buf.Bytes(), 0o644))
+		require.NoError(t, os.WriteFile(*writeSample, []byte(page), 0o644))
 	}
 	for _, want := range []string{
 		"<title>servegate bench: llama-3-8b on inproc</title>",
@@ -106,9 +112,7 @@ func TestWriteHTMLReport(t *testing.T) {
 
 // TestHTMLReportIsSelfContained: nothing in the page may load at view time.
 func TestHTMLReportIsSelfContained(t *testing.T) {
-	var buf bytes.Buffer
-	require.NoError(t, WriteHTMLReport(&buf, sampleHTMLReport()))
-	page := buf.String()
+	page := renderHTML(t, sampleHTMLReport())
 	for _, pat := range []string{`(?i)<script`, `(?i)<link`, `(?i)\ssrc=`, `(?i)\shref=`, `(?i)url\(`, `(?i)@import`} {
 		assert.NotRegexp(t, regexp.MustCompile(pat), page)
 	}
@@ -125,9 +129,7 @@ func TestHTMLReportEscapes(t *testing.T) {
 		Settings: []ReportSetting{{"label", `"><img src=x>`}},
 		Records:  []metrics.Record{{RequestID: "r<1>", Failure: metrics.FailureStream, Error: "<b>boom</b>"}},
 	}
-	var buf bytes.Buffer
-	require.NoError(t, WriteHTMLReport(&buf, r))
-	page := buf.String()
+	page := renderHTML(t, r)
 	assert.NotContains(t, page, "<script>")
 	assert.NotContains(t, page, "<img")
 	assert.NotContains(t, page, "<b>boom")
@@ -135,9 +137,7 @@ func TestHTMLReportEscapes(t *testing.T) {
 }
 
 func TestHTMLReportWithoutData(t *testing.T) {
-	var buf bytes.Buffer
-	require.NoError(t, WriteHTMLReport(&buf, HTMLReport{}))
-	page := buf.String()
+	page := renderHTML(t, HTMLReport{})
 	assert.Contains(t, page, "servegate benchmark report")
 	assert.Contains(t, page, "no data.")
 	assert.Contains(t, page, "No request failed.")

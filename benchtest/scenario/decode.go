@@ -65,7 +65,8 @@ func (p positions) line(path string) int {
 // has reports whether path was written in the file.
 func (p positions) has(path string) bool { _, ok := p[path]; return ok }
 
-// A nodeDecoder decodes itself from a YAML node (an SLO bound, a duration).
+// A nodeDecoder decodes itself from a YAML node (an SLO bound, a duration);
+// the decoder adds the file, line and field to its error.
 type nodeDecoder interface {
 	decodeNode(n *yaml.Node) error
 }
@@ -81,10 +82,7 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) error {
 	return &Error{File: d.file, Line: n.Line, Field: path, Msg: fmt.Sprintf(format, args...)}
 }
 
-var (
-	durationType = reflect.TypeFor[Duration]()
-	decoderType  = reflect.TypeFor[nodeDecoder]()
-)
+var decoderType = reflect.TypeFor[nodeDecoder]()
 
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind == yaml.AliasNode {
@@ -100,9 +98,6 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 			return d.errorf(n, path, "%v", err)
 		}
 		return nil
-	}
-	if v.Type() == durationType {
-		return d.duration(n, v, path)
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -234,19 +229,20 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
 	return nil
 }
 
-func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) error {
+// decodeNode reads a duration as time.ParseDuration does, or a bare 0.
+func (dur *Duration) decodeNode(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Value == "0" {
-		v.SetInt(0)
+		*dur = 0
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		return d.errorf(n, path, "want a duration such as 30s or 5m, got %s", describe(n))
+		return fmt.Errorf("want a duration such as 30s or 5m, got %s", describe(n))
 	}
 	t, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return d.errorf(n, path, "want a duration such as 30s or 5m, got %q", n.Value)
+		return fmt.Errorf("want a duration such as 30s or 5m, got %q", n.Value)
 	}
-	v.SetInt(int64(t))
+	*dur = Duration(t)
 	return nil
 }
 

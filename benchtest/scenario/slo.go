@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,7 +49,7 @@ func ParseBound(s string) (Bound, error) {
 			}
 		}
 	}
-	if len(f) != 3 || !validOp(f[1]) {
+	if len(f) != 3 || !slices.Contains(ops, f[1]) {
 		return Bound{}, fmt.Errorf("want \"<metric> <op> <number>\" with op one of %s, such as \"p99_ttft_ms <= 800\"; got %q", strings.Join(ops, " "), s)
 	}
 	v, err := strconv.ParseFloat(f[2], 64)
@@ -56,15 +57,6 @@ func ParseBound(s string) (Bound, error) {
 		return Bound{}, fmt.Errorf("bound %q is not a number in %q", f[2], s)
 	}
 	return Bound{Metric: f[0], Op: f[1], Value: v}, nil
-}
-
-func validOp(op string) bool {
-	for _, o := range ops {
-		if op == o {
-			return true
-		}
-	}
-	return false
 }
 
 func (b *Bound) decodeNode(n *yaml.Node) error {
