@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -133,9 +132,6 @@ func csvMsg(err error) string {
 // With TraceReplay the first NumPrompts rows are replayed at their
 // timestamps.
 func loadBurstGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	rows, err := readBurstGPT(s.Path)
 	if err != nil {
 		return nil, err

@@ -125,9 +125,6 @@ func arrival(ts, first float64) time.Duration {
 
 // loadCustom builds the custom dataset (vLLM's CustomDataset).
 func loadCustom(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	rows, err := readCustom(s.Path)
 	if err != nil {
 		return nil, err
