@@ -46,6 +46,5 @@ func loadSpecBench(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sam
 	if len(rows) == 0 && s.SpecBench.Category != "" {
 		return nil, fileErr(s.Path, 0, "no rows of category %q", s.SpecBench.Category)
 	}
-	s.TraceReplay = false
-	return promptRows(ctx, s, tok, s.Path, rows, s.SpecBench.OutputLen)
+	return promptRows(ctx, s, tok, rows, s.SpecBench.OutputLen)
 }
