@@ -69,18 +69,13 @@ func readBurstGPT(path string) ([]burstRow, error) {
 		if err != nil {
 			return nil, err
 		}
+		ts, err := field("Timestamp")
+		if err != nil {
+			return nil, err
+		}
 		var r burstRow
-		for _, num := range []struct {
-			name string
-			dst  *float64
-		}{{"Timestamp", &r.ts}} {
-			v, err := field(num.name)
-			if err != nil {
-				return nil, err
-			}
-			if *num.dst, err = strconv.ParseFloat(v, 64); err != nil {
-				return nil, fileErr(path, line, "column %q: want a number, got %q", num.name, v)
-			}
+		if r.ts, err = strconv.ParseFloat(ts, 64); err != nil {
+			return nil, fileErr(path, line, "column \"Timestamp\": want a number, got %q", ts)
 		}
 		for _, num := range []struct {
 			name string
