@@ -12,9 +12,15 @@ import (
 // BenchmarkRandom10k generates 10,000 random prompts of 1,024 tokens on the
 // Llama-3 tokenizer per iteration (run it with -benchtime=1x). It reports
 // prompts/s and the share of prompts that re-encode to exactly the target.
-func BenchmarkRandom10k(b *testing.B) {
+func BenchmarkRandom10k(b *testing.B) { benchmarkRandom(b, 10000) }
+
+// BenchmarkRandom500 is BenchmarkRandom10k with 500 prompts, short enough
+// to run several times when comparing changes.
+func BenchmarkRandom500(b *testing.B) { benchmarkRandom(b, 500) }
+
+func benchmarkRandom(b *testing.B, n int) {
 	tok := loadTokenizer(b, fixtures.Llama3)
-	spec := Spec{NumPrompts: 10000, Random: RandomParams{InputLen: 1024}}
+	spec := Spec{NumPrompts: n, Random: RandomParams{InputLen: 1024}}
 	b.ResetTimer()
 	var exact, total int
 	for b.Loop() {

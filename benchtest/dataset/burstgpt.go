@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -70,18 +69,13 @@ func readBurstGPT(path string) ([]burstRow, error) {
 		if err != nil {
 			return nil, err
 		}
+		ts, err := field("Timestamp")
+		if err != nil {
+			return nil, err
+		}
 		var r burstRow
-		for _, num := range []struct {
-			name string
-			dst  *float64
-		}{{"Timestamp", &r.ts}} {
-			v, err := field(num.name)
-			if err != nil {
-				return nil, err
-			}
-			if *num.dst, err = strconv.ParseFloat(v, 64); err != nil {
-				return nil, fileErr(path, line, "column %q: want a number, got %q", num.name, v)
-			}
+		if r.ts, err = strconv.ParseFloat(ts, 64); err != nil {
+			return nil, fileErr(path, line, "column \"Timestamp\": want a number, got %q", ts)
 		}
 		for _, num := range []struct {
 			name string
@@ -133,9 +127,6 @@ func csvMsg(err error) string {
 // With TraceReplay the first NumPrompts rows are replayed at their
 // timestamps.
 func loadBurstGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	rows, err := readBurstGPT(s.Path)
 	if err != nil {
 		return nil, err

@@ -103,12 +103,12 @@ func parseTimestamp(raw json.RawMessage) (float64, error) {
 
 // arrange orders rows for sampling: by timestamp for a trace replay (file
 // order among equal times), shuffled with the seed, or as in the file.
-func arrange(s Spec, path string, rows []row) error {
+func arrange(s Spec, rows []row) error {
 	switch {
 	case s.TraceReplay:
 		for _, r := range rows {
 			if !r.hasTS {
-				return fileErr(path, r.line, "trace replay needs a \"timestamp\" on every row")
+				return fileErr(s.Path, r.line, "trace replay needs a \"timestamp\" on every row")
 			}
 		}
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].ts < rows[j].ts })
@@ -125,24 +125,21 @@ func arrival(ts, first float64) time.Duration {
 
 // loadCustom builds the custom dataset (vLLM's CustomDataset).
 func loadCustom(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	rows, err := readCustom(s.Path)
 	if err != nil {
 		return nil, err
 	}
-	return promptRows(ctx, s, tok, s.Path, rows, s.Custom.OutputLen)
+	return promptRows(ctx, s, tok, rows, s.Custom.OutputLen)
 }
 
 // promptRows turns JSONL rows into samples the way vLLM's CustomDataset
 // does: ordered, chat-formatted unless skipped, counted with special
 // tokens, then oversampled.
-func promptRows(ctx context.Context, s Spec, tok *tokenizer.Tokenizer, path string, rows []row, outputLen int) ([]Sample, error) {
+func promptRows(ctx context.Context, s Spec, tok *tokenizer.Tokenizer, rows []row, outputLen int) ([]Sample, error) {
 	if len(rows) == 0 {
-		return nil, fileErr(path, 0, "no rows")
+		return nil, fileErr(s.Path, 0, "no rows")
 	}
-	if err := arrange(s, path, rows); err != nil {
+	if err := arrange(s, rows); err != nil {
 		return nil, err
 	}
 	if !s.SkipChatTemplate && (s.TokenizerConfig == nil || s.TokenizerConfig.ChatTemplate == "") {
@@ -161,7 +158,7 @@ func promptRows(ctx context.Context, s Spec, tok *tokenizer.Tokenizer, path stri
 		if !s.SkipChatTemplate {
 			var err error
 			if prompt, err = s.TokenizerConfig.userTurn(r.prompt); err != nil {
-				return nil, fileErr(path, r.line, "%v", err)
+				return nil, fileErr(s.Path, r.line, "%v", err)
 			}
 		}
 		x := Sample{

@@ -1,9 +1,6 @@
 package dataset
 
-import (
-	"math/big"
-	"math/bits"
-)
+import "math/bits"
 
 // npGenerator is numpy's default_rng(seed): a PCG64 bit generator seeded
 // through SeedSequence, with Generator.integers' bounded draws (Lemire's
@@ -32,20 +29,19 @@ const (
 // PCG64's 128-bit multiplier.
 const pcgMulHi, pcgMulLo = 0x2360ED051FC65DA4, 0x4385DF649FCCF645
 
-// seedWords splits a non-negative integer into 32-bit words, least
-// significant first, as numpy coerces entropy (0 is one zero word).
-func seedWords(seed *big.Int) []uint32 {
-	if seed.Sign() == 0 {
-		return []uint32{0}
+// seedWords splits |seed| into 32-bit words, least significant first (0 is
+// one zero word): how numpy coerces an integer seed's entropy and how
+// CPython's random.seed keys init_by_array. A negative seed is taken as its
+// absolute value, as CPython does (numpy rejects it).
+func seedWords(seed int64) []uint32 {
+	u := uint64(seed)
+	if seed < 0 {
+		u = -u
 	}
-	var words []uint32
-	n := new(big.Int).Set(seed)
-	mask := big.NewInt(0xffffffff)
-	for n.Sign() > 0 {
-		words = append(words, uint32(new(big.Int).And(n, mask).Uint64()))
-		n.Rsh(n, 32)
+	if hi := uint32(u >> 32); hi != 0 {
+		return []uint32{uint32(u), hi}
 	}
-	return words
+	return []uint32{uint32(u)}
 }
 
 // seedSequenceState is SeedSequence(entropy).generate_state(n, uint32).
@@ -96,9 +92,7 @@ func seedSequenceState(entropy []uint32, n int) []uint32 {
 // newNPGenerator returns numpy.random.default_rng(seed). numpy rejects
 // negative seeds; here a negative seed is taken as its absolute value.
 func newNPGenerator(seed int64) *npGenerator {
-	s := big.NewInt(seed)
-	s.Abs(s)
-	w := seedSequenceState(seedWords(s), 8)
+	w := seedSequenceState(seedWords(seed), 8)
 	u64 := func(i int) uint64 { return uint64(w[2*i]) | uint64(w[2*i+1])<<32 }
 	g := &npGenerator{}
 	// pcg64_set_seed: state = seed[0]<<64 | seed[1], inc = inc[0]<<64 | inc[1],

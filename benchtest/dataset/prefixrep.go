@@ -32,7 +32,7 @@ func loadPrefixRepetition(ctx context.Context, s Spec, tok *tokenizer.Tokenizer)
 	r := newNPLegacy(s.Seed)
 	draw := func(n int) []int { return legacyRandInt(r, 0, tok.BaseVocabSize(), n) }
 	exact := func(n int) []int {
-		_, fixed, _ := g.decodeToTarget(draw(n), n, draw)
+		_, fixed := g.decodeToTarget(draw(n), n, draw)
 		return fixed
 	}
 	// Token ids are drawn one prompt after another from one generator, as

@@ -19,16 +19,8 @@ const mtN = 624
 // newPyRandom returns a generator in the state random.seed(seed) leaves:
 // init_by_array over the 32-bit words of |seed|, least significant first.
 func newPyRandom(seed int64) *pyRandom {
-	u := uint64(seed)
-	if seed < 0 {
-		u = uint64(-seed)
-	}
-	key := []uint32{uint32(u)}
-	if hi := uint32(u >> 32); hi != 0 {
-		key = append(key, hi)
-	}
 	r := &pyRandom{}
-	r.initByArray(key)
+	r.initByArray(seedWords(seed))
 	return r
 }
 

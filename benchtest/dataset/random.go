@@ -83,20 +83,20 @@ func (g *randomGen) sequence(prefix []int, inputLen, offset, index int, draw dra
 	for j := range inputLen {
 		ids = append(ids, g.allowed[(offset+index+j)%n])
 	}
-	prompt, final, _ := g.decodeToTarget(ids, len(prefix)+inputLen, draw)
+	prompt, final := g.decodeToTarget(ids, len(prefix)+inputLen, draw)
 	return prompt, len(final)
 }
 
 // decodeToTarget decodes ids and re-encodes the text; while the count misses
 // target it truncates or appends random ids from [0, BaseVocabSize) and
-// tries again, at most maxFixupRounds times. It returns the final text, its
-// ids, and how many tokens it has over (+) or under (-) the target.
-func (g *randomGen) decodeToTarget(ids []int, target int, draw drawFunc) (string, []int, int) {
+// tries again, at most maxFixupRounds times. It returns the final text and
+// its ids, which may miss target after the last round.
+func (g *randomGen) decodeToTarget(ids []int, target int, draw drawFunc) (string, []int) {
 	for round := 0; ; round++ {
 		prompt := g.decode(ids)
 		ids = encodeText(g.tok, prompt)
 		if round == maxFixupRounds || len(ids) == target {
-			return prompt, ids, len(ids) - target
+			return prompt, ids
 		}
 		if len(ids) < target {
 			ids = append(ids, draw(target-len(ids))...)

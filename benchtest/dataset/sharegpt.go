@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 
@@ -70,9 +69,6 @@ func readShareGPT(path string) ([]conversation, int, error) {
 
 // loadShareGPT builds the sharegpt dataset (vLLM's ShareGPTDataset).
 func loadShareGPT(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	convs, total, err := readShareGPT(s.Path)
 	if err != nil {
 		return nil, err

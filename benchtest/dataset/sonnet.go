@@ -50,9 +50,6 @@ func readLines(path string) ([]string, error) {
 // other backends the chat-formatted one; PromptLen is always the formatted
 // prompt's length.
 func loadSonnet(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	lines, err := readLines(s.Path)
 	if err != nil {
 		return nil, err

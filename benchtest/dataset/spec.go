@@ -23,6 +23,9 @@ const (
 // Names lists every dataset Load accepts.
 var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, BurstGPT, PrefixRepetition, TxtSlices}
 
+// fileDatasets are the datasets read from Spec.Path.
+var fileDatasets = map[string]bool{ShareGPT: true, Custom: true, SpecBench: true, Sonnet: true, BurstGPT: true, TxtSlices: true}
+
 // A Spec says which samples to build. Its zero value is vLLM's default: 1,000
 // random prompts of 1,024 tokens with 128 output tokens, seed 0. Every field
 // left zero takes vLLM v0.13's default, written beside it.
@@ -221,6 +224,9 @@ func Load(ctx context.Context, spec Spec, tok *tokenizer.Tokenizer) ([]Sample, e
 			return nil, fmt.Errorf("load %s dataset: %w", s.Name, err)
 		}
 		s.TokenizerConfig = cfg
+	}
+	if fileDatasets[s.Name] && s.Path == "" {
+		return nil, fmt.Errorf("load %s dataset: no dataset path", s.Name)
 	}
 	var (
 		samples []Sample

@@ -3,7 +3,6 @@ package dataset
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/servegate/servegate/benchtest/tokenizer"
 )
@@ -40,9 +39,6 @@ func readSpecBench(path, category string) ([]row, error) {
 // turn of each question, chat-formatted unless skipped, with a fixed output
 // length.
 func loadSpecBench(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	rows, err := readSpecBench(s.Path, s.SpecBench.Category)
 	if err != nil {
 		return nil, err
@@ -50,6 +46,5 @@ func loadSpecBench(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sam
 	if len(rows) == 0 && s.SpecBench.Category != "" {
 		return nil, fileErr(s.Path, 0, "no rows of category %q", s.SpecBench.Category)
 	}
-	s.TraceReplay = false
-	return promptRows(ctx, s, tok, s.Path, rows, s.SpecBench.OutputLen)
+	return promptRows(ctx, s, tok, rows, s.SpecBench.OutputLen)
 }

@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 
@@ -17,9 +16,6 @@ import (
 // reproduced, so the prompts are vLLM's for the same seed. Only local files
 // are read; vLLM also fetches http(s) URLs.
 func loadTxtSlices(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	if s.Path == "" {
-		return nil, fmt.Errorf("no dataset path")
-	}
 	data, err := os.ReadFile(s.Path)
 	if err != nil {
 		return nil, err
