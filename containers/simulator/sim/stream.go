@@ -60,8 +60,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, kids []*
 						s.abortAll(kids)
 						return
 					}
-					more, fin, rsn, _ := sq.tryTake()
-					ids, finished, reason = append(ids, more...), finished || fin, pick(reason, rsn)
+					// take's finish state is the sequence's, not a delta.
+					var more []int
+					more, finished, reason = sq.take()
+					ids = append(ids, more...)
 				}
 				finish := ""
 				if finished {
@@ -129,13 +131,6 @@ func (o *choiceOut) logprobs(j *job, v *vocab, ids []int) []byte {
 	o.offset = off
 	o.lpJSON = lp.append(o.lpJSON[:0])
 	return o.lpJSON
-}
-
-func pick(a, b string) string {
-	if b != "" {
-		return b
-	}
-	return a
 }
 
 // await blocks until the engine hands the sequence tokens or finishes it;
