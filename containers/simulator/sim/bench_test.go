@@ -18,7 +18,7 @@ import (
 func BenchmarkChunksPerSecond(b *testing.B) { chunksPerSecond(b, nil) }
 
 // BenchmarkChunksPerSecondLogprobs is the same with logprobs: 5 (five
-// alternatives per token, encoded with reflection rather than spliced).
+// alternatives per token, built per chunk and appended into it).
 func BenchmarkChunksPerSecondLogprobs(b *testing.B) {
 	chunksPerSecond(b, map[string]any{"logprobs": 5})
 }

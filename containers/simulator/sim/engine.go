@@ -122,8 +122,9 @@ func (e *engine) run(ctx context.Context) {
 		}
 		preempts := e.preemptions
 		plan := e.schedule(start)
-		d := e.stepDuration(plan)
-		e.record(start, d, plan, e.preemptions-preempts)
+		st := e.describe(start, plan, e.preemptions-preempts)
+		d := e.stepDuration(st)
+		e.record(st, d)
 		end := start.Add(d)
 		e.publish()
 		if wait := time.Until(end); wait > 0 {
@@ -304,18 +305,11 @@ func (e *engine) preempt(s *seq) {
 
 // stepDuration is the modelled time of a step: fixed + per prefill token +
 // per sequence + per context token, times the slowdown, times the jitter.
-func (e *engine) stepDuration(plan []stepPlan) time.Duration {
-	var prefill, ctx int
-	for _, ps := range plan {
-		ctx += ps.s.numComputed
-		if !ps.decoding() {
-			prefill += ps.numNew
-		}
-	}
+func (e *engine) stepDuration(st Step) time.Duration {
 	ms := e.p.StepFixedMS +
-		float64(prefill)*e.p.PrefillTokenUS/1e3 +
-		float64(len(plan))*e.p.SeqUS/1e3 +
-		float64(ctx)*e.p.ContextTokenNS/1e6
+		float64(st.PrefillTokens)*e.p.PrefillTokenUS/1e3 +
+		float64(st.Seqs)*e.p.SeqUS/1e3 +
+		float64(st.ContextTokens)*e.p.ContextTokenNS/1e6
 	ms *= e.p.Slowdown
 	if e.p.Jitter > 0 {
 		z := max(-3, min(3, e.rng.NormFloat64()))

@@ -44,7 +44,7 @@ func (s *Server) newChunkWriter(j *job, index int) *chunkWriter {
 // choice's tokens sent so far, these included.
 func (c *chunkWriter) chunk(text string, lp []byte, finish string, sent int) []byte {
 	b := append(c.buf[:0], c.head...)
-	b = append(b, marshal(text)...)
+	b = appendString(b, text)
 	fr := func(b []byte) []byte {
 		if finish == "" {
 			return append(b, "null"...)

@@ -42,3 +42,21 @@ func TestChunkWriterMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestLogprobsAppendMatchesMarshal: the stream's logprobs appenders write
+// what marshalling the same values gives, for plain words and for tokens
+// the encoder has to escape, for 0 to 5 alternatives.
+func TestLogprobsAppendMatchesMarshal(t *testing.T) {
+	v := &vocab{ids: []int{1, 2, 3, 4, 5, 6, 7}, texts: map[int]string{1: " a\"b", 2: " café", 3: " x\tz", 4: " <&>", 5: " plain", 6: " back\\slash", 7: " word"}}
+	ids := []int{5, 1, 2, 3, 4, 6, 7, 5}
+	for k := range 6 {
+		for _, greedy := range []bool{false, true} {
+			chat := v.chatLogprobsOf(newLogprobSampler(v, uint64(k), greedy), ids, k)
+			require.Equal(t, string(marshal(chat)), string(chat.append(nil)), "chat, k=%d", k)
+			comp, _ := v.completionLogprobsOf(newLogprobSampler(v, uint64(k), greedy), ids, k, 3)
+			require.Equal(t, string(marshal(comp)), string(comp.append([]byte("x"))[1:]), "completion, k=%d", k)
+		}
+	}
+	empty := v.chatLogprobsOf(newLogprobSampler(v, 1, false), nil, 2)
+	require.Equal(t, string(marshal(empty)), string(empty.append(nil)))
+}

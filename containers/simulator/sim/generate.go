@@ -76,6 +76,35 @@ func bad(status int, format string, args ...any) error {
 	return &badRequest{newError(status, format, args...)}
 }
 
+// writeErr answers a request that could not be served: with the status
+// and message of a *badRequest, else 400 with the error's text.
+func writeErr(w http.ResponseWriter, err error) {
+	if b, ok := errors.AsType[*badRequest](err); ok {
+		writeError(w, b.e)
+		return
+	}
+	writeError(w, newError(http.StatusBadRequest, "%v", err))
+}
+
+// checkModel refuses a request for a model the server does not serve
+// (none named means the served one).
+func (s *Server) checkModel(model string) error {
+	if model != "" && model != s.p.Model {
+		return &badRequest{modelNotFound(model)}
+	}
+	return nil
+}
+
+// requestFault reads a request's fault header and adds the configured random
+// faults, drawn for request id rid.
+func (s *Server) requestFault(r *http.Request, rid string) (fault, error) {
+	f, err := parseFault(r.Header.Get(FaultHeader))
+	if err != nil {
+		return f, bad(http.StatusBadRequest, "%v", err)
+	}
+	return s.p.drawFault(f, rid), nil
+}
+
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	s.serveGenerate(w, r, false)
 }
@@ -88,12 +117,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 	arrival := time.Now()
 	j, err := s.parseJob(r, chat)
 	if err != nil {
-		var b *badRequest
-		if errors.As(err, &b) {
-			writeError(w, b.e)
-			return
-		}
-		writeError(w, newError(http.StatusBadRequest, "%v", err))
+		writeErr(w, err)
 		return
 	}
 	if j.fault.status != 0 {
@@ -153,8 +177,8 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	if req.Model != "" && req.Model != s.p.Model {
-		return nil, &badRequest{modelNotFound(req.Model)}
+	if err := s.checkModel(req.Model); err != nil {
+		return nil, err
 	}
 	if req.StreamOptions != nil && !req.Stream {
 		return nil, invalid("Stream options can only be defined when `stream=True`.")
@@ -190,11 +214,9 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	if err := s.setSampling(j, &req); err != nil {
 		return nil, err
 	}
-	f, err := parseFault(r.Header.Get(FaultHeader))
-	if err != nil {
-		return nil, bad(http.StatusBadRequest, "%v", err)
+	if j.fault, err = s.requestFault(r, j.rid); err != nil {
+		return nil, err
 	}
-	j.fault = s.p.drawFault(f, j.rid)
 	return j, nil
 }
 

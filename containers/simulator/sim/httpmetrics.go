@@ -35,11 +35,13 @@ type httpSeries struct {
 	created time.Time
 }
 
-// httpSizes are the two summaries of one handler.
+// httpSizes are the two summaries of one handler, which count the same
+// requests: their count, the sums of request and response sizes, and when
+// the handler was first seen.
 type httpSizes struct {
-	reqN, respN     int64
-	reqSum, respSum float64
-	reqAt, respAt   time.Time
+	n       int64
+	sums    [2]float64 // request, response
+	created time.Time
 }
 
 // The instrumentator's duration buckets: many for the unlabelled
@@ -103,14 +105,13 @@ func (h *httpMetrics) observe(handler, method string, status int, reqSize, respS
 	rs.n++
 	sz := h.sizes[handler]
 	if sz == nil {
-		sz = &httpSizes{reqAt: now, respAt: now}
+		sz = &httpSizes{created: now}
 		h.sizes[handler] = sz
 		h.sizeOrder = append(h.sizeOrder, handler)
 	}
-	sz.reqN++
-	sz.reqSum += reqSize
-	sz.respN++
-	sz.respSum += respSize
+	sz.n++
+	sz.sums[0] += reqSize
+	sz.sums[1] += respSize
 	h.highr.observe(d)
 	dk := [2]string{handler, method}
 	ds := h.durations[dk]
@@ -140,27 +141,18 @@ func (h *httpMetrics) write(w io.Writer, created string) {
 	for _, k := range h.reqOrder {
 		fmt.Fprintf(w, "http_requests_created{handler=%q,method=%q,status=%q} %s\n", k[0], k[1], k[2], unix(h.requests[k].created))
 	}
-	for _, side := range []struct{ name, help string }{
+	for i, side := range [2]struct{ name, help string }{ // in httpSizes.sums order
 		{"http_request_size_bytes", "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. "},
 		{"http_response_size_bytes", "Content length of outgoing responses by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. "},
 	} {
-		req := side.name == "http_request_size_bytes"
 		family(side.name, side.help, "summary")
 		for _, handler := range h.sizeOrder {
 			sz := h.sizes[handler]
-			n, sum := sz.respN, sz.respSum
-			if req {
-				n, sum = sz.reqN, sz.reqSum
-			}
-			fmt.Fprintf(w, "%s_count{handler=%q} %s\n%s_sum{handler=%q} %s\n", side.name, handler, num(float64(n)), side.name, handler, num(sum))
+			fmt.Fprintf(w, "%s_count{handler=%q} %s\n%s_sum{handler=%q} %s\n", side.name, handler, num(float64(sz.n)), side.name, handler, num(sz.sums[i]))
 		}
 		family(side.name+"_created", side.help, "gauge")
 		for _, handler := range h.sizeOrder {
-			at := h.sizes[handler].respAt
-			if req {
-				at = h.sizes[handler].reqAt
-			}
-			fmt.Fprintf(w, "%s_created{handler=%q} %s\n", side.name, handler, unix(at))
+			fmt.Fprintf(w, "%s_created{handler=%q} %s\n", side.name, handler, unix(h.sizes[handler].created))
 		}
 	}
 	const highrHelp = "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations. "

@@ -301,10 +301,7 @@ func (h *histogram) writeSeries(w io.Writer, name, pre, post string) {
 		fmt.Fprintf(w, "%s_bucket{%sle=%q%s} %s\n", name, pre, num(b), post, num(float64(cum)))
 	}
 	fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"%s} %s\n", name, pre, post, num(float64(h.n)))
-	labels := strings.TrimSuffix(pre, ",") + strings.TrimPrefix(post, ",")
-	if pre != "" && post != "" {
-		labels = strings.TrimSuffix(pre, ",") + post
-	}
+	labels := strings.TrimPrefix(strings.TrimSuffix(pre, ",")+post, ",")
 	if labels != "" {
 		labels = "{" + labels + "}"
 	}

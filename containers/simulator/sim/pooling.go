@@ -43,16 +43,16 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	var req embeddingRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err.(*badRequest).e)
+		writeErr(w, err)
 		return
 	}
-	if req.Model != "" && req.Model != s.p.Model {
-		writeError(w, modelNotFound(req.Model))
+	if err := s.checkModel(req.Model); err != nil {
+		writeErr(w, err)
 		return
 	}
 	inputs, err := s.embeddingInputs(req.Input)
 	if err != nil {
-		writeError(w, newError(http.StatusBadRequest, "%v", err))
+		writeErr(w, err)
 		return
 	}
 	dim := s.p.EmbeddingDim
@@ -116,12 +116,12 @@ func (s *Server) embeddingInputs(raw json.RawMessage) ([][]int, error) {
 // response was already written or the client left. Of the faults, only an
 // HTTP status applies to pooling requests.
 func (s *Server) pool(w http.ResponseWriter, r *http.Request, rid string, arrival time.Time, tokens []int) bool {
-	f, err := parseFault(r.Header.Get(FaultHeader))
+	f, err := s.requestFault(r, rid)
 	if err != nil {
-		writeError(w, newError(http.StatusBadRequest, "%v", err))
+		writeErr(w, err)
 		return false
 	}
-	if f = s.p.drawFault(f, rid); f.status != 0 {
+	if f.status != 0 {
 		writeError(w, newError(f.status, "%s", faultMessage(f.status)))
 		return false
 	}
@@ -193,11 +193,11 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	var req rerankRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err.(*badRequest).e)
+		writeErr(w, err)
 		return
 	}
-	if req.Model != "" && req.Model != s.p.Model {
-		writeError(w, modelNotFound(req.Model))
+	if err := s.checkModel(req.Model); err != nil {
+		writeErr(w, err)
 		return
 	}
 	if len(req.Documents) == 0 {

@@ -34,9 +34,8 @@ const stepLogSize = 4096
 
 // stepLog is a ring of the most recent steps, guarded by engine.mu.
 type stepLog struct {
-	ring  []Step
-	next  int
-	total int64
+	ring []Step
+	next int
 }
 
 func (l *stepLog) add(s Step) {
@@ -46,7 +45,6 @@ func (l *stepLog) add(s Step) {
 		l.ring[l.next] = s
 	}
 	l.next = (l.next + 1) % stepLogSize
-	l.total++
 }
 
 // last returns up to n of the most recent steps, oldest first.
@@ -63,11 +61,12 @@ func (l *stepLog) last(n int) []Step {
 	return out
 }
 
-// record logs a planned step (engine goroutine).
-func (e *engine) record(start time.Time, d time.Duration, plan []stepPlan, preempted int) {
+// describe counts a planned step's work, before it runs (engine
+// goroutine); the step's duration is modelled from these counts.
+func (e *engine) describe(start time.Time, plan []stepPlan, preempted int) Step {
 	st := Step{
-		StartMS: float64(start.Sub(e.started)) / 1e6, DurationMS: float64(d) / 1e6,
-		Seqs: len(plan), Waiting: len(e.waiting), Preempted: preempted, KVUsage: e.kv.usage(),
+		StartMS: float64(start.Sub(e.started)) / 1e6,
+		Seqs:    len(plan), Waiting: len(e.waiting), Preempted: preempted, KVUsage: e.kv.usage(),
 	}
 	for _, ps := range plan {
 		st.ContextTokens += ps.s.numComputed
@@ -77,6 +76,12 @@ func (e *engine) record(start time.Time, d time.Duration, plan []stepPlan, preem
 			st.PrefillTokens += ps.numNew
 		}
 	}
+	return st
+}
+
+// record logs a step that lasts d.
+func (e *engine) record(st Step, d time.Duration) {
+	st.DurationMS = float64(d) / 1e6
 	e.mu.Lock()
 	e.steps.add(st)
 	e.mu.Unlock()

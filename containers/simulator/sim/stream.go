@@ -60,8 +60,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, kids []*
 						s.abortAll(kids)
 						return
 					}
-					more, fin, rsn, _ := sq.tryTake()
-					ids, finished, reason = append(ids, more...), finished || fin, pick(reason, rsn)
+					// take's finish state is the sequence's, not a delta.
+					var more []int
+					more, finished, reason = sq.take()
+					ids = append(ids, more...)
 				}
 				finish := ""
 				if finished {
@@ -111,28 +113,24 @@ type choiceOut struct {
 	lp     *logprobSampler // nil without logprobs
 	sent   int             // tokens sent
 	offset int             // characters of text sent (completions' text_offset)
+	lpJSON []byte          // the last chunk's logprobs JSON, its buffer reused
 	done   bool
 }
 
 // logprobs returns the JSON of the logprobs of the choice's next ids, nil
-// when the request asked for none.
+// when the request asked for none. The bytes are reused by the next call.
 func (o *choiceOut) logprobs(j *job, v *vocab, ids []int) []byte {
 	if o.lp == nil {
 		return nil
 	}
 	if j.chat {
-		return marshal(v.chatLogprobsOf(o.lp, ids, j.topK))
+		o.lpJSON = v.chatLogprobsOf(o.lp, ids, j.topK).append(o.lpJSON[:0])
+		return o.lpJSON
 	}
 	lp, off := v.completionLogprobsOf(o.lp, ids, j.topK, o.offset)
 	o.offset = off
-	return marshal(lp)
-}
-
-func pick(a, b string) string {
-	if b != "" {
-		return b
-	}
-	return a
+	o.lpJSON = lp.append(o.lpJSON[:0])
+	return o.lpJSON
 }
 
 // await blocks until the engine hands the sequence tokens or finishes it;
