@@ -74,8 +74,7 @@ func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error
 			})
 		case "object":
 			if s.peek() == '"' {
-				v, err := s.str(s.kbuf[:0])
-				s.kbuf = v
+				v, err := s.key()
 				objectIsError = string(v) == "error"
 				return err
 			}

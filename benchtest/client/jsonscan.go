@@ -155,23 +155,23 @@ func (s *jsonScanner) int() (int, error) {
 	return v, nil
 }
 
-// key reads an object key. Keys without escapes are returned in place;
-// escaped ones are decoded into a buffer the scanner owns.
+// key reads a string at the scanner (an object key, or a short value to
+// compare) in one pass: one without escapes is returned in place, an
+// escaped one is decoded into a buffer the scanner owns.
 func (s *jsonScanner) key() ([]byte, error) {
 	st := s.i + 1
-	if err := s.skipStr(); err != nil {
-		return nil, err
-	}
-	raw := s.b[st : s.i-1]
-	for _, c := range raw {
-		if c == '\\' {
-			s.i = st - 1
+	for j := st; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '"':
+			s.i = j + 1
+			return s.b[st:j], nil
+		case '\\':
 			var err error
 			s.kbuf, err = s.str(s.kbuf[:0])
 			return s.kbuf, err
 		}
 	}
-	return raw, nil
+	return nil, errSyntax
 }
 
 func (s *jsonScanner) skipStr() error {
