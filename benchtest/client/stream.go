@@ -84,16 +84,14 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			rec.Error = "stream error: " + ch.errMsg
 			break
 		}
-		if ch.usage {
-			if ch.completion >= 0 {
-				usageOut = ch.completion
-			}
-			if ch.prompt > 0 {
-				rec.ServerPromptTokens = ch.prompt
-			}
+		if ch.completion >= 0 {
+			usageOut = ch.completion
+		}
+		if ch.prompt > 0 {
+			rec.ServerPromptTokens = ch.prompt
 		}
 		if !ch.choices || (chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
-			if ch.usage && ch.completion >= 0 {
+			if ch.completion >= 0 {
 				cumulative = ch.completion
 			}
 			continue
@@ -105,7 +103,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			rec.ITL = append(rec.ITL, ev.At-last)
 		}
 		last = ev.At
-		if ch.usage && ch.completion >= 0 {
+		if ch.completion >= 0 {
 			chunkToks = append(chunkToks, ch.completion-cumulative)
 			cumulative = ch.completion
 		} else {
