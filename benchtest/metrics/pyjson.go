@@ -3,7 +3,9 @@ package metrics
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -157,20 +159,21 @@ func writePyJSON(b []byte, v any) []byte {
 	case [][]float64:
 		return appendPyList(b, x, func(b []byte, e []float64) []byte { return appendPyList(b, e, appendJSONFloat) })
 	case map[string]any:
-		o := make(object, 0, len(x))
-		for _, k := range sortedKeys(x) {
-			o = append(o, field{k, x[k]})
-		}
-		return writePyJSON(b, o)
+		return writePyJSON(b, sortedObject(x))
 	case map[string]string:
-		o := make(object, 0, len(x))
-		for _, k := range sortedKeys(x) {
-			o = append(o, field{k, x[k]})
-		}
-		return writePyJSON(b, o)
+		return writePyJSON(b, sortedObject(x))
 	default:
 		return appendPyString(b, fmt.Sprint(x))
 	}
+}
+
+// sortedObject is m as an object, keys in sorted order.
+func sortedObject[V any](m map[string]V) object {
+	o := make(object, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		o = append(o, field{k, m[k]})
+	}
+	return o
 }
 
 const hexDigits = "0123456789abcdef"
