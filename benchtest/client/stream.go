@@ -31,19 +31,19 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // (continuous_usage_stats), each chunk's token count is recorded in
 // ChunkTokens.
 func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
-	bufp := c.bufPool.Get().(*[]byte)
-	defer c.bufPool.Put(bufp)
-	sse := newSSEReader(resp.Body, c.now, *bufp)
+	bufs := c.bufPool.Get().(*streamBufs)
+	defer c.bufPool.Put(bufs)
+	sse := newSSEReader(resp.Body, c.now, bufs.read)
 	chat := c.Backend == BackendOpenAIChat
 	var (
-		text       []byte
+		text       = bufs.text[:0]
 		last       time.Duration
 		outputs    int
 		usageOut   = -1
 		cumulative = 0
 		perChunk   = true
 		chunkToks  []int
-		scratch    []byte
+		scratch    = bufs.scratch
 	)
 	for {
 		ev, err := sse.next()
@@ -111,6 +111,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 		}
 	}
 	rec.GeneratedText = string(text)
+	bufs.text, bufs.scratch = text, scratch
 	if outputs > 0 {
 		rec.Latency = last - rec.Start
 	}
