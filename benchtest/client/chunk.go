@@ -20,9 +20,8 @@ type chunk struct {
 	// ("reasoning_content" or "reasoning"), output that vLLM times but
 	// does not add to the generated text.
 	reasoning bool
-	// usage is true when the event has a "usage" object; completion and
-	// prompt are its token counts (-1 when absent).
-	usage              bool
+	// completion and prompt are the "usage" object's token counts (-1
+	// when the event has no usage or the count is absent).
 	completion, prompt int
 	// isError is true for an error event ({"error": ...} or
 	// {"object": "error", ...}); errMsg is its message.
@@ -74,8 +73,7 @@ func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error
 			})
 		case "object":
 			if s.peek() == '"' {
-				v, err := s.str(s.kbuf[:0])
-				s.kbuf = v
+				v, err := s.key()
 				objectIsError = string(v) == "error"
 				return err
 			}
@@ -172,7 +170,6 @@ func (s *jsonScanner) usage(c *chunk) error {
 	if s.peek() != '{' {
 		return s.skip()
 	}
-	c.usage = true
 	return s.object(func(key []byte) error {
 		switch string(key) {
 		case "completion_tokens":

@@ -129,7 +129,14 @@ type Client struct {
 	APIKey string
 
 	once    sync.Once
-	bufPool sync.Pool
+	bufPool sync.Pool // of *streamBufs
+}
+
+// streamBufs are the scratch buffers of one stream, reused across
+// requests: the read buffer, the generated text (copied into the record
+// at the end) and the JSON scanner's scratch.
+type streamBufs struct {
+	read, text, scratch []byte
 }
 
 // A Request is one request to send.
@@ -182,7 +189,7 @@ func (c *Client) init() {
 		if c.Epoch.IsZero() {
 			c.Epoch = time.Now()
 		}
-		c.bufPool.New = func() any { b := make([]byte, 16<<10); return &b }
+		c.bufPool.New = func() any { return &streamBufs{read: make([]byte, 16<<10)} }
 	})
 }
 

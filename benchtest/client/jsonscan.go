@@ -36,15 +36,7 @@ func (s *jsonScanner) peek() byte {
 // object reads an object, calling member for each key with the scanner at
 // the value; member must consume the value.
 func (s *jsonScanner) object(member func(key []byte) error) error {
-	if s.peek() != '{' {
-		return errSyntax
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return nil
-	}
-	for {
+	return s.list('{', '}', func() error {
 		if s.peek() != '"' {
 			return errSyntax
 		}
@@ -56,39 +48,34 @@ func (s *jsonScanner) object(member func(key []byte) error) error {
 			return errSyntax
 		}
 		s.i++
-		if err := member(key); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return errSyntax
-		}
-	}
+		return member(key)
+	})
 }
 
 // array reads an array, calling elem with the scanner at each element.
 func (s *jsonScanner) array(elem func() error) error {
-	if s.peek() != '[' {
+	return s.list('[', ']', elem)
+}
+
+// list reads the comma-separated items between open and end, the shared
+// frame of objects and arrays; item must consume one item.
+func (s *jsonScanner) list(open, end byte, item func() error) error {
+	if s.peek() != open {
 		return errSyntax
 	}
 	s.i++
-	if s.peek() == ']' {
+	if s.peek() == end {
 		s.i++
 		return nil
 	}
 	for {
-		if err := elem(); err != nil {
+		if err := item(); err != nil {
 			return err
 		}
 		switch s.peek() {
 		case ',':
 			s.i++
-		case ']':
+		case end:
 			s.i++
 			return nil
 		default:
@@ -155,23 +142,23 @@ func (s *jsonScanner) int() (int, error) {
 	return v, nil
 }
 
-// key reads an object key. Keys without escapes are returned in place;
-// escaped ones are decoded into a buffer the scanner owns.
+// key reads a string at the scanner (an object key, or a short value to
+// compare) in one pass: one without escapes is returned in place, an
+// escaped one is decoded into a buffer the scanner owns.
 func (s *jsonScanner) key() ([]byte, error) {
 	st := s.i + 1
-	if err := s.skipStr(); err != nil {
-		return nil, err
-	}
-	raw := s.b[st : s.i-1]
-	for _, c := range raw {
-		if c == '\\' {
-			s.i = st - 1
+	for j := st; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '"':
+			s.i = j + 1
+			return s.b[st:j], nil
+		case '\\':
 			var err error
 			s.kbuf, err = s.str(s.kbuf[:0])
 			return s.kbuf, err
 		}
 	}
-	return raw, nil
+	return nil, errSyntax
 }
 
 func (s *jsonScanner) skipStr() error {

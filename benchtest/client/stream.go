@@ -31,19 +31,19 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // (continuous_usage_stats), each chunk's token count is recorded in
 // ChunkTokens.
 func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
-	bufp := c.bufPool.Get().(*[]byte)
-	defer c.bufPool.Put(bufp)
-	sse := newSSEReader(resp.Body, c.now, *bufp)
+	bufs := c.bufPool.Get().(*streamBufs)
+	defer c.bufPool.Put(bufs)
+	sse := newSSEReader(resp.Body, c.now, bufs.read)
 	chat := c.Backend == BackendOpenAIChat
 	var (
-		text       []byte
+		text       = bufs.text[:0]
 		last       time.Duration
 		outputs    int
 		usageOut   = -1
 		cumulative = 0
 		perChunk   = true
 		chunkToks  []int
-		scratch    []byte
+		scratch    = bufs.scratch
 	)
 	for {
 		ev, err := sse.next()
@@ -84,16 +84,14 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			rec.Error = "stream error: " + ch.errMsg
 			break
 		}
-		if ch.usage {
-			if ch.completion >= 0 {
-				usageOut = ch.completion
-			}
-			if ch.prompt > 0 {
-				rec.ServerPromptTokens = ch.prompt
-			}
+		if ch.completion >= 0 {
+			usageOut = ch.completion
+		}
+		if ch.prompt > 0 {
+			rec.ServerPromptTokens = ch.prompt
 		}
 		if !ch.choices || (chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
-			if ch.usage && ch.completion >= 0 {
+			if ch.completion >= 0 {
 				cumulative = ch.completion
 			}
 			continue
@@ -105,7 +103,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			rec.ITL = append(rec.ITL, ev.At-last)
 		}
 		last = ev.At
-		if ch.usage && ch.completion >= 0 {
+		if ch.completion >= 0 {
 			chunkToks = append(chunkToks, ch.completion-cumulative)
 			cumulative = ch.completion
 		} else {
@@ -113,6 +111,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 		}
 	}
 	rec.GeneratedText = string(text)
+	bufs.text, bufs.scratch = text, scratch
 	if outputs > 0 {
 		rec.Latency = last - rec.Start
 	}

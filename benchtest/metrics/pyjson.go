@@ -1,10 +1,12 @@
 package metrics
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -43,43 +45,80 @@ func (o *object) del(key string) {
 }
 
 // pyFloat formats f as Python's repr(float).
-func pyFloat(f float64) string {
+func pyFloat(f float64) string { return string(appendPyFloat(nil, f)) }
+
+// appendPyFloat appends f as Python's repr(float): the shortest digits
+// that round-trip, positional for decimal exponents from -4 to 16 and
+// exponent notation (at least two exponent digits) outside them.
+func appendPyFloat(b []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
-		return "inf"
+		return append(b, "inf"...)
 	case math.IsInf(f, -1):
-		return "-inf"
+		return append(b, "-inf"...)
 	case math.IsNaN(f):
-		return "nan"
+		return append(b, "nan"...)
 	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
-	neg := strings.HasPrefix(e, "-")
-	e = strings.TrimPrefix(e, "-")
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	digits := strings.Replace(mant, ".", "", 1)
-	var out string
-	if decpt := exp + 1; decpt <= -4 || decpt > 16 {
-		m := digits[:1]
+	var ebuf [32]byte
+	e := strconv.AppendFloat(ebuf[:0], f, 'e', -1, 64) // -d.ddde±XX
+	if e[0] == '-' {
+		b = append(b, '-')
+		e = e[1:]
+	}
+	i := bytes.IndexByte(e, 'e')
+	mant := e[:i]
+	exp, _ := strconv.Atoi(string(e[i+1:]))
+	var dbuf [24]byte
+	digits := append(dbuf[:0], mant[0])
+	if len(mant) > 2 {
+		digits = append(digits, mant[2:]...) // the digits after the point
+	}
+	switch decpt := exp + 1; {
+	case decpt <= -4 || decpt > 16:
+		b = append(b, digits[0])
 		if len(digits) > 1 {
-			m += "." + digits[1:]
+			b = append(b, '.')
+			b = append(b, digits[1:]...)
 		}
-		sign := "+"
+		b = append(b, 'e', '+')
 		if exp < 0 {
-			sign, exp = "-", -exp
+			b[len(b)-1] = '-'
+			exp = -exp
 		}
-		out = fmt.Sprintf("%se%s%02d", m, sign, exp)
-	} else if decpt <= 0 {
-		out = "0." + strings.Repeat("0", -decpt) + digits
-	} else if decpt >= len(digits) {
-		out = digits + strings.Repeat("0", decpt-len(digits)) + ".0"
-	} else {
-		out = digits[:decpt] + "." + digits[decpt:]
+		if exp < 10 {
+			b = append(b, '0')
+		}
+		b = strconv.AppendInt(b, int64(exp), 10)
+	case decpt <= 0:
+		b = append(b, "0."...)
+		b = append(b, zeros(-decpt)...)
+		b = append(b, digits...)
+	case decpt >= len(digits):
+		b = append(b, digits...)
+		b = append(b, zeros(decpt-len(digits))...)
+		b = append(b, ".0"...)
+	default:
+		b = append(b, digits[:decpt]...)
+		b = append(b, '.')
+		b = append(b, digits[decpt:]...)
 	}
-	if neg {
-		return "-" + out
+	return b
+}
+
+// zeros returns n '0' bytes (n is at most 16 here).
+func zeros(n int) string { return "0000000000000000"[:n] }
+
+// appendJSONFloat appends f as json.dump writes a float.
+func appendJSONFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(b, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Infinity"...)
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
 	}
-	return out
+	return appendPyFloat(b, f)
 }
 
 // writePyJSON appends the JSON form of v to b. It knows the value types
@@ -95,15 +134,7 @@ func writePyJSON(b []byte, v any) []byte {
 	case int64:
 		return strconv.AppendInt(b, x, 10)
 	case float64:
-		switch {
-		case math.IsInf(x, 1):
-			return append(b, "Infinity"...)
-		case math.IsInf(x, -1):
-			return append(b, "-Infinity"...)
-		case math.IsNaN(x):
-			return append(b, "NaN"...)
-		}
-		return append(b, pyFloat(x)...)
+		return appendJSONFloat(b, x)
 	case string:
 		return appendPyString(b, x)
 	case object:
@@ -122,26 +153,27 @@ func writePyJSON(b []byte, v any) []byte {
 	case []int:
 		return appendPyList(b, x, func(b []byte, e int) []byte { return strconv.AppendInt(b, int64(e), 10) })
 	case []float64:
-		return appendPyList(b, x, func(b []byte, e float64) []byte { return writePyJSON(b, e) })
+		return appendPyList(b, x, appendJSONFloat)
 	case []string:
 		return appendPyList(b, x, appendPyString)
 	case [][]float64:
-		return appendPyList(b, x, func(b []byte, e []float64) []byte { return writePyJSON(b, e) })
+		return appendPyList(b, x, func(b []byte, e []float64) []byte { return appendPyList(b, e, appendJSONFloat) })
 	case map[string]any:
-		o := make(object, 0, len(x))
-		for _, k := range sortedKeys(x) {
-			o = append(o, field{k, x[k]})
-		}
-		return writePyJSON(b, o)
+		return writePyJSON(b, sortedObject(x))
 	case map[string]string:
-		o := make(object, 0, len(x))
-		for _, k := range sortedKeys(x) {
-			o = append(o, field{k, x[k]})
-		}
-		return writePyJSON(b, o)
+		return writePyJSON(b, sortedObject(x))
 	default:
 		return appendPyString(b, fmt.Sprint(x))
 	}
+}
+
+// sortedObject is m as an object, keys in sorted order.
+func sortedObject[V any](m map[string]V) object {
+	o := make(object, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		o = append(o, field{k, m[k]})
+	}
+	return o
 }
 
 const hexDigits = "0123456789abcdef"

@@ -220,15 +220,6 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // WriteResult writes a result JSON to path; with appendMode it appends
 // to an existing file, a newline before the new object when the file is
 // not empty, as vLLM's --append-result does.

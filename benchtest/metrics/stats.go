@@ -168,11 +168,9 @@ func newStats(xs []float64) Stats {
 // monotonic, so the sorted seconds are the same.
 func newDurationStats(ds []time.Duration) Stats {
 	xs := make([]float64, len(ds))
-	for i, d := range ds {
-		xs[i] = seconds(d)
-	}
 	keys := make([]uint64, len(ds))
 	for i, d := range ds {
+		xs[i] = seconds(d)
 		keys[i] = uint64(d) ^ (1 << 63) // order negative before positive
 	}
 	radixSort(keys)
@@ -200,15 +198,23 @@ func radixSort(keys []uint64) {
 		slices.Sort(keys)
 		return
 	}
+	// One pass finds the bytes that differ between keys; the others need
+	// neither a count nor a scatter.
+	and, or := ^uint64(0), uint64(0)
+	for _, k := range keys {
+		and &= k
+		or |= k
+	}
+	differ := and ^ or
 	buf := make([]uint64, len(keys))
 	src, dst := keys, buf
 	for shift := uint(0); shift < 64; shift += 8 {
+		if byte(differ>>shift) == 0 {
+			continue
+		}
 		var count [256]int
 		for _, k := range src {
 			count[byte(k>>shift)]++
-		}
-		if count[byte(src[0]>>shift)] == len(src) {
-			continue
 		}
 		pos := 0
 		for b := range count {
