@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/internal/childserver"
+	"github.com/servegate/servegate/benchtest/internal/cputime"
 )
 
 const (
@@ -87,7 +88,7 @@ func BenchmarkIngestHTTP(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				start := time.Now()
-				cpu0 := cpuTime()
+				cpu0 := cputime.Process()
 				total := 0
 				for b.Loop() {
 					var wg sync.WaitGroup
@@ -103,7 +104,7 @@ func BenchmarkIngestHTTP(b *testing.B) {
 					total += benchStreams * benchChunks
 				}
 				el := time.Since(start)
-				cpu := cpuTime() - cpu0
+				cpu := cputime.Process() - cpu0
 				runtime.ReadMemStats(&after)
 				per := float64(total)
 				b.ReportMetric(per/el.Seconds(), "chunks/s")

@@ -7,10 +7,9 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/servegate/servegate/benchtest/internal/cputime"
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
@@ -58,7 +57,7 @@ func BenchmarkIngest(b *testing.B) {
 			ctx := context.Background()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			n := 0
 			for b.Loop() {
 				resp := &http.Response{Body: io.NopCloser(&chunkedReader{b: body, step: step})}
@@ -69,7 +68,7 @@ func BenchmarkIngest(b *testing.B) {
 				}
 				n++
 			}
-			cpu := cpuTime() - cpu0
+			cpu := cputime.Process() - cpu0
 			runtime.ReadMemStats(&after)
 			per := float64(n * chunks)
 			b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/chunk")
@@ -78,14 +77,4 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/chunk")
 		})
 	}
-}
-
-// cpuTime is the CPU time the process has used (user plus system), which
-// on a shared machine says more than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,11 +3,11 @@ package engine
 import (
 	"fmt"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/internal/childserver"
+	"github.com/servegate/servegate/benchtest/internal/cputime"
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
@@ -49,7 +49,7 @@ func TestFidelityServer(t *testing.T) {
 func benchFidelity(b *testing.B, url string, spin time.Duration) {
 	const rate, n = 2000, 2000
 	var lags, dlags []float64
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := cputime.Process(), time.Now()
 	for b.Loop() {
 		res, err := Run(b.Context(), Config{
 			BaseURL:     url,
@@ -71,7 +71,7 @@ func benchFidelity(b *testing.B, url string, spin time.Duration) {
 		}
 	}
 	// Process CPU (client, in-process server and dispatcher) over wall time.
-	b.ReportMetric(100*float64(cpuTime()-cpu0)/float64(time.Since(wall0)), "cpu-%")
+	b.ReportMetric(100*float64(cputime.Process()-cpu0)/float64(time.Since(wall0)), "cpu-%")
 	// Summarize the lags with the metrics package's percentiles: the
 	// schedule lag proper (send time) and the dispatcher's own lateness
 	// (release time, before the request goroutine runs).
@@ -96,13 +96,4 @@ func benchFidelity(b *testing.B, url string, spin time.Duration) {
 		lag, _ := s.Value(p + "_schedule_lag_ms")
 		b.ReportMetric(lag*1000, p+"-dispatch-lag-µs")
 	}
-}
-
-// cpuTime is the CPU time the process has used (user plus system).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,9 +1,10 @@
 package metrics
 
 import (
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servegate/servegate/benchtest/internal/cputime"
 )
 
 // BenchmarkSummarize1MITL summarises one record set holding one million
@@ -26,22 +27,12 @@ func BenchmarkSummarize1MITL(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		s := Summarize(recs, 30*time.Second, Options{Percentiles: []float64{50, 90, 99, 99.9}})
 		if s.ITL.Count != reqs*(chunks-1) {
 			b.Fatalf("ITL count %d", s.ITL.Count)
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
-}
-
-// cpuTime is the CPU time the process has used (user plus system), which
-// on a shared machine says more than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 }
