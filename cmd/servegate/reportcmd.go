@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 )
@@ -92,7 +93,7 @@ func (a *reportArgs) render(stdout io.Writer) error {
 	if err := json.NewDecoder(strings.NewReader(string(data))).Decode(&run); err != nil {
 		return fmt.Errorf("%s: read result: %w", path, err)
 	}
-	plan := &benchPlan{Pooling: strings.Contains(run.Backend, "embeddings") || strings.Contains(run.Backend, "rerank")}
+	plan := &benchPlan{Pooling: client.IsPooling(run.Backend)}
 	if plan.PercentileMetrics, plan.Percentiles, err = parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, plan.Pooling); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 )
 
@@ -74,15 +75,12 @@ func validateBench(a *benchArgs, p *argParser) (*benchPlan, error) {
 	if a.DatasetName == "random-mm" && a.Backend != "openai-chat" {
 		return nil, errors.New("Multi-modal content (images) is only supported on 'openai-chat' backend.")
 	}
-	plan.IgnoreEOS = a.IgnoreEOS
-	if (a.DatasetName == "random" || a.DatasetName == "random-mm") && contains(openAICompatible, a.Backend) {
-		plan.IgnoreEOS = true
-	}
+	plan.IgnoreEOS = a.IgnoreEOS || dataset.ForcesIgnoreEOS(a.DatasetName, a.Backend)
 	var err error
 	if plan.Goodput, err = parseGoodput(a.Goodput); err != nil {
 		return nil, err
 	}
-	plan.Pooling = strings.Contains(a.Backend, "embeddings") || strings.Contains(a.Backend, "rerank") || a.Backend == "vllm-pooling"
+	plan.Pooling = client.IsPooling(a.Backend) || a.Backend == "vllm-pooling"
 	if plan.ExtraBody, err = requestBody(a, plan.Pooling); err != nil {
 		return nil, err
 	}
