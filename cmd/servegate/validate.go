@@ -159,19 +159,14 @@ func parseGoodput(pairs []string) (map[string]float64, error) {
 func requestBody(a *benchArgs, pooling bool) (map[string]any, error) {
 	body := map[string]any{}
 	if !pooling {
-		set := func(k string, v any, given bool) {
-			if given {
-				body[k] = v
-			}
-		}
 		setF := func(k string, v *float64) {
 			if v != nil {
-				set(k, *v, true)
+				body[k] = *v
 			}
 		}
 		setF("top_p", a.TopP)
 		if a.TopK != nil {
-			set("top_k", *a.TopK, true)
+			body["top_k"] = *a.TopK
 		}
 		setF("min_p", a.MinP)
 		setF("temperature", a.Temperature)
