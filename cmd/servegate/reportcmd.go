@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/client"
@@ -77,7 +77,8 @@ func (a *reportArgs) render(stdout io.Writer) error {
 	if _, _, err := parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, false); err != nil {
 		return err
 	}
-	if _, err := parseGoodput(a.Goodput); err != nil {
+	goodput, err := parseGoodput(a.Goodput)
+	if err != nil {
 		return err
 	}
 	path := a.Files[0]
@@ -90,14 +91,11 @@ func (a *reportArgs) render(stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	var run savedRun
-	if err := json.NewDecoder(strings.NewReader(string(data))).Decode(&run); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&run); err != nil {
 		return fmt.Errorf("%s: read result: %w", path, err)
 	}
-	plan := &benchPlan{Pooling: client.IsPooling(run.Backend)}
+	plan := &benchPlan{Pooling: client.IsPooling(run.Backend), Goodput: goodput}
 	if plan.PercentileMetrics, plan.Percentiles, err = parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, plan.Pooling); err != nil {
-		return err
-	}
-	if plan.Goodput, err = parseGoodput(a.Goodput); err != nil {
 		return err
 	}
 	sum := metrics.Summarize(records, duration, metrics.Options{
