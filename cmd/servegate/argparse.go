@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -236,7 +237,7 @@ func (p *argParser) parse(args []string) error {
 		}
 		if len(o.choices) > 0 {
 			for _, v := range vals {
-				if !contains(o.choices, v) {
+				if !slices.Contains(o.choices, v) {
 					return usagef("argument --%s: invalid choice: '%s' (choose from %s)", o.name, v, quoteList(o.choices))
 				}
 			}
@@ -326,7 +327,7 @@ func (p *argParser) writeHelp(w io.Writer, summary string) {
 			if o.def != "" {
 				help += " (default: " + o.def + ")"
 			}
-			if contains(p.required, o.name) {
+			if slices.Contains(p.required, o.name) {
 				help += " (required)"
 			}
 			writeOptionHelp(w, "  --"+o.name+metavarFor(o), help)
@@ -415,15 +416,6 @@ func pyFloat(f float64) string {
 		return strconv.FormatFloat(f, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteList(list []string) string {

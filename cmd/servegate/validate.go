@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -145,7 +146,7 @@ func parseGoodput(pairs []string) (map[string]float64, error) {
 	}
 	for _, name := range order {
 		v := slos[name]
-		if !contains([]string{"ttft", "tpot", "e2el"}, name) {
+		if !slices.Contains([]string{"ttft", "tpot", "e2el"}, name) {
 			return nil, fmt.Errorf("Invalid metric name found, %s: %s. The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ", name, pyFloat(v))
 		}
 		if v < 0 {
@@ -173,7 +174,7 @@ func requestBody(a *benchArgs, pooling bool) (map[string]any, error) {
 		setF("frequency_penalty", a.FrequencyPenalty)
 		setF("presence_penalty", a.PresencePenalty)
 		setF("repetition_penalty", a.RepetitionPenalty)
-		if len(body) > 0 && !contains(openAICompatible, a.Backend) {
+		if len(body) > 0 && !slices.Contains(openAICompatible, a.Backend) {
 			return nil, errors.New("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		if _, ok := body["temperature"]; !ok {
@@ -196,10 +197,10 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if plan.PercentileMetrics, plan.Percentiles, err = parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, plan.Pooling); err != nil {
 		return err
 	}
-	if !contains(dataset.Names, a.DatasetName) {
+	if !slices.Contains(dataset.Names, a.DatasetName) {
 		return fmt.Errorf("--dataset-name %s: not implemented in servegate (supported: %s)", a.DatasetName, strings.Join(dataset.Names, ", "))
 	}
-	if !contains(supportedBackends, a.Backend) {
+	if !slices.Contains(supportedBackends, a.Backend) {
 		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(supportedBackends, ", "))
 	}
 	if a.NumPrompts < 1 && a.DatasetName != "custom" && a.DatasetName != "spec_bench" {
@@ -241,7 +242,7 @@ func parsePercentileFlags(metricsFlag *string, percentilesFlag string, pooling b
 	}
 	var names []string
 	for _, m := range strings.Split(list, ",") {
-		if !contains([]string{"ttft", "tpot", "itl", "e2el"}, m) {
+		if !slices.Contains([]string{"ttft", "tpot", "itl", "e2el"}, m) {
 			return nil, nil, fmt.Errorf(`--percentile-metrics: unknown metric %q; allowed metric names are "ttft", "tpot", "itl", "e2el"`, m)
 		}
 		names = append(names, m)
