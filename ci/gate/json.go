@@ -100,7 +100,7 @@ func (c *Comparison) UnmarshalJSON(data []byte) error {
 	if in.Delta != nil {
 		c.Delta = *in.Delta
 	}
-	c.Better = map[string]int{"higher": 1, "lower": -1}[in.Better]
+	c.Better, _ = parseDirection(in.Better)
 	if in.Tolerance != "" {
 		t, err := ParseTolerance(in.Tolerance)
 		if err != nil {
