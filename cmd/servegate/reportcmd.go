@@ -121,28 +121,21 @@ func (a *reportArgs) render(stdout io.Writer) error {
 	if a.Report == nil {
 		return nil
 	}
-	f, err := os.Create(*a.Report)
-	if err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
 	settings := []report.ReportSetting{{Name: "result file", Value: path}, {Name: "backend", Value: run.Backend},
 		{Name: "model", Value: run.ModelID}, {Name: "date", Value: run.Date}}
 	if run.Label != nil {
 		settings = append(settings, report.ReportSetting{Name: "label", Value: *run.Label})
 	}
 	generated, _ := time.ParseInLocation("20060102-150405", run.Date, time.Local)
-	werr := report.WriteHTMLReport(f, report.HTMLReport{
+	if err := writeHTMLFile(*a.Report, report.HTMLReport{
 		Title:     fmt.Sprintf("servegate report: %s (%s)", run.ModelID, path),
 		Generated: generated,
 		Settings:  settings,
 		Records:   records,
 		Summary:   console,
-	})
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+	}); err != nil {
+		return err
 	}
-	if werr == nil {
-		fmt.Fprintf(stdout, "HTML report: %s\n", *a.Report)
-	}
-	return werr
+	fmt.Fprintf(stdout, "HTML report: %s\n", *a.Report)
+	return nil
 }
