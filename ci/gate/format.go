@@ -195,13 +195,15 @@ func (r *Report) summaryLine() string {
 	return fmt.Sprintf("gate: ERROR: %d problem(s) prevent a verdict (%s)", len(r.Errors), settings)
 }
 
+// verdictIcons mark verdicts in the Markdown report.
+var verdictIcons = map[Verdict]string{Pass: "✅", Fail: "❌", Error: "⚠️"}
+
 // WriteMarkdown writes the report for a pull request comment or
 // $GITHUB_STEP_SUMMARY: the verdict, the gated rows, and every other
 // row in a collapsed section.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	icon := map[Verdict]string{Pass: "✅", Fail: "❌", Error: "⚠️"}[r.Verdict]
-	fmt.Fprintf(&b, "### %s servegate gate: %s\n\n", icon, strings.TrimPrefix(r.summaryLine(), "gate: "))
+	fmt.Fprintf(&b, "### %s servegate gate: %s\n\n", verdictIcons[r.Verdict], strings.TrimPrefix(r.summaryLine(), "gate: "))
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "- **error:** %s\n", mdEscape(e))
 	}
@@ -247,7 +249,10 @@ func writeMarkdownTable(b *strings.Builder, rows []*Comparison) {
 		verdict := ""
 		if c.Gated {
 			unit += " (" + c.Tolerance.String() + ")"
-			verdict = map[Verdict]string{Pass: "✅ ", Fail: "❌ ", Error: "⚠️ "}[c.Verdict] + c.Reason
+			if icon := verdictIcons[c.Verdict]; icon != "" {
+				verdict = icon + " "
+			}
+			verdict += c.Reason
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(c.Benchmark), mdEscape(strings.Join(cfg, " ")),
 			mdEscape(unit), base, head, vsBase(c), mdEscape(verdict))

@@ -11,30 +11,32 @@ import (
 // become null, the file configuration an object, direction and tolerance
 // words.
 
+// sampleJSON is the JSON form of a Sample, both ways: its own fields
+// plus the bounds, null when infinite. plainSample drops Sample's
+// methods, so that marshalling does not recurse.
+type (
+	plainSample Sample
+	sampleJSON  struct {
+		*plainSample
+		Lo *float64 `json:"lo"`
+		Hi *float64 `json:"hi"`
+	}
+)
+
 // MarshalJSON writes the sample with an infinite bound as null.
 func (s *Sample) MarshalJSON() ([]byte, error) {
-	type plain Sample
 	bound := func(v float64) *float64 {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return nil
 		}
 		return &v
 	}
-	return json.Marshal(struct {
-		*plain
-		Lo *float64 `json:"lo"`
-		Hi *float64 `json:"hi"`
-	}{(*plain)(s), bound(s.Lo), bound(s.Hi)})
+	return json.Marshal(sampleJSON{(*plainSample)(s), bound(s.Lo), bound(s.Hi)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (s *Sample) UnmarshalJSON(data []byte) error {
-	type plain Sample
-	in := struct {
-		*plain
-		Lo *float64 `json:"lo"`
-		Hi *float64 `json:"hi"`
-	}{plain: (*plain)(s)}
+	in := sampleJSON{plainSample: (*plainSample)(s)}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
@@ -48,18 +50,25 @@ func (s *Sample) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the comparison with the file configuration as an
-// object, the direction and tolerance in words, and a non-finite Delta as
-// null.
-func (c *Comparison) MarshalJSON() ([]byte, error) {
-	type plain Comparison
-	out := struct {
-		*plain
+// comparisonJSON is the JSON form of a Comparison, both ways: the file
+// configuration as an object, the direction and tolerance in words, and
+// Delta as null when it is not finite.
+type (
+	plainComparison Comparison
+	comparisonJSON  struct {
+		*plainComparison
 		Config    map[string]string `json:"config,omitempty"`
 		Delta     *float64          `json:"delta"`
 		Better    string            `json:"better,omitempty"`
 		Tolerance string            `json:"tolerance,omitempty"`
-	}{plain: (*plain)(c)}
+	}
+)
+
+// MarshalJSON writes the comparison with the file configuration as an
+// object, the direction and tolerance in words, and a non-finite Delta as
+// null.
+func (c *Comparison) MarshalJSON() ([]byte, error) {
+	out := comparisonJSON{plainComparison: (*plainComparison)(c)}
 	if len(c.Config) > 0 {
 		out.Config = map[string]string{}
 		for _, kv := range c.Config {
@@ -79,14 +88,7 @@ func (c *Comparison) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes. The configuration comes
 // back sorted by key: JSON objects keep no order.
 func (c *Comparison) UnmarshalJSON(data []byte) error {
-	type plain Comparison
-	in := struct {
-		*plain
-		Config    map[string]string `json:"config"`
-		Delta     *float64          `json:"delta"`
-		Better    string            `json:"better"`
-		Tolerance string            `json:"tolerance"`
-	}{plain: (*plain)(c)}
+	in := comparisonJSON{plainComparison: (*plainComparison)(c)}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func (c *Comparison) UnmarshalJSON(data []byte) error {
 	if in.Delta != nil {
 		c.Delta = *in.Delta
 	}
-	c.Better = map[string]int{"higher": 1, "lower": -1}[in.Better]
+	c.Better, _ = parseDirection(in.Better)
 	if in.Tolerance != "" {
 		t, err := ParseTolerance(in.Tolerance)
 		if err != nil {

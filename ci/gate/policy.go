@@ -208,14 +208,11 @@ func parseRule(unit string, v *yaml.Node) (Rule, error) {
 		return r, err
 	}
 	r.Tolerance, r.Optional = t, rf.Optional
-	switch rf.Better {
-	case "":
-	case "lower":
-		r.Better = -1
-	case "higher":
-		r.Better = 1
-	default:
-		return r, fmt.Errorf("better: %q, want lower or higher", rf.Better)
+	if rf.Better != "" {
+		var ok bool
+		if r.Better, ok = parseDirection(rf.Better); !ok {
+			return r, fmt.Errorf("better: %q, want lower or higher", rf.Better)
+		}
 	}
 	return r, nil
 }

@@ -16,13 +16,8 @@ import (
 // better higher; then benchfmt's own defaults (B/op, allocs/op lower).
 func Direction(units benchfmt.UnitMetadataMap, unit string) int {
 	if m := units.Get(unit, "better"); m != nil {
-		switch m.Value {
-		case "higher":
-			return 1
-		case "lower":
-			return -1
-		}
-		return 0
+		d, _ := parseDirection(m.Value)
+		return d
 	}
 	switch {
 	case strings.HasSuffix(unit, "-sec"), strings.HasSuffix(unit, "sec/op"):
@@ -35,7 +30,19 @@ func Direction(units benchfmt.UnitMetadataMap, unit string) int {
 	return units.GetBetter(unit)
 }
 
-// directionWord names a direction for people.
+// parseDirection reads a direction word, in metadata, a policy or the
+// JSON report: +1 for "higher", -1 for "lower", else 0 and false.
+func parseDirection(word string) (int, bool) {
+	switch word {
+	case "higher":
+		return 1, true
+	case "lower":
+		return -1, true
+	}
+	return 0, false
+}
+
+// directionWord names a direction for people; parseDirection reads it.
 func directionWord(better int) string {
 	switch better {
 	case 1:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -77,11 +78,7 @@ func (p *argParser) add(o *option) *option {
 
 func (p *argParser) stringVar(dst *string, name, def, group, help string) *option {
 	*dst = def
-	shown := ""
-	if def != "" {
-		shown = def
-	}
-	return p.add(&option{name: name, help: help, group: group, def: shown, set: func(v []string) error {
+	return p.add(&option{name: name, help: help, group: group, def: def, set: func(v []string) error {
 		*dst = v[0]
 		return nil
 	}, get: func() any { return *dst }})
@@ -94,72 +91,58 @@ func (p *argParser) optStringVar(dst **string, name, group, help string) *option
 		s := v[0]
 		*dst = &s
 		return nil
-	}, get: func() any {
-		if *dst == nil {
-			return nil
-		}
-		return **dst
-	}})
+	}, get: none(dst)})
 }
 
 func (p *argParser) intVar(dst *int, name string, def int, group, help string) *option {
 	*dst = def
-	return p.add(&option{name: name, help: help, group: group, def: strconv.Itoa(def), set: func(v []string) error {
-		n, err := parseInt(v[0])
-		if err != nil {
-			return usagef("argument --%s: invalid int value: '%s'", name, v[0])
-		}
-		*dst = n
-		return nil
-	}, get: func() any { return *dst }})
+	return p.add(&option{name: name, help: help, group: group, def: strconv.Itoa(def),
+		set: convert(name, "int", parseInt, func(n int) { *dst = n }), get: func() any { return *dst }})
 }
 
 // optIntVar is an int option whose default is None (nil).
 func (p *argParser) optIntVar(dst **int, name, group, help string) *option {
 	*dst = nil
-	return p.add(&option{name: name, help: help, group: group, set: func(v []string) error {
-		n, err := parseInt(v[0])
-		if err != nil {
-			return usagef("argument --%s: invalid int value: '%s'", name, v[0])
-		}
-		*dst = &n
-		return nil
-	}, get: func() any {
-		if *dst == nil {
-			return nil
-		}
-		return **dst
-	}})
+	return p.add(&option{name: name, help: help, group: group,
+		set: convert(name, "int", parseInt, func(n int) { *dst = &n }), get: none(dst)})
 }
 
 func (p *argParser) floatVar(dst *float64, name string, def float64, group, help string) *option {
 	*dst = def
-	return p.add(&option{name: name, help: help, group: group, def: pyFloat(def), set: func(v []string) error {
-		f, err := parseFloat(v[0])
-		if err != nil {
-			return usagef("argument --%s: invalid float value: '%s'", name, v[0])
-		}
-		*dst = f
-		return nil
-	}, get: func() any { return *dst }})
+	return p.add(&option{name: name, help: help, group: group, def: pyFloat(def),
+		set: convert(name, "float", parseFloat, func(f float64) { *dst = f }), get: func() any { return *dst }})
 }
 
 // optFloatVar is a float option whose default is None (nil).
 func (p *argParser) optFloatVar(dst **float64, name, group, help string) *option {
 	*dst = nil
-	return p.add(&option{name: name, help: help, group: group, set: func(v []string) error {
-		f, err := parseFloat(v[0])
+	return p.add(&option{name: name, help: help, group: group,
+		set: convert(name, "float", parseFloat, func(f float64) { *dst = &f }), get: none(dst)})
+}
+
+// convert returns the set function of an option whose one value parse
+// converts (argparse's type=int or type=float): a value it rejects is
+// argparse's "invalid int value" error, anything else goes to store.
+func convert[T any](name, typeName string, parse func(string) (T, error), store func(T)) func([]string) error {
+	return func(v []string) error {
+		x, err := parse(v[0])
 		if err != nil {
-			return usagef("argument --%s: invalid float value: '%s'", name, v[0])
+			return usagef("argument --%s: invalid %s value: '%s'", name, typeName, v[0])
 		}
-		*dst = &f
+		store(x)
 		return nil
-	}, get: func() any {
+	}
+}
+
+// none returns the get function of an option whose default is None: the
+// value, or nil while it is unset.
+func none[T any](dst **T) func() any {
+	return func() any {
 		if *dst == nil {
 			return nil
 		}
 		return **dst
-	}})
+	}
 }
 
 func (p *argParser) boolVar(dst *bool, name, group, help string) *option {
@@ -254,7 +237,7 @@ func (p *argParser) parse(args []string) error {
 		}
 		if len(o.choices) > 0 {
 			for _, v := range vals {
-				if !contains(o.choices, v) {
+				if !slices.Contains(o.choices, v) {
 					return usagef("argument --%s: invalid choice: '%s' (choose from %s)", o.name, v, quoteList(o.choices))
 				}
 			}
@@ -344,7 +327,7 @@ func (p *argParser) writeHelp(w io.Writer, summary string) {
 			if o.def != "" {
 				help += " (default: " + o.def + ")"
 			}
-			if contains(p.required, o.name) {
+			if slices.Contains(p.required, o.name) {
 				help += " (required)"
 			}
 			writeOptionHelp(w, "  --"+o.name+metavarFor(o), help)
@@ -433,15 +416,6 @@ func pyFloat(f float64) string {
 		return strconv.FormatFloat(f, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteList(list []string) string {

@@ -15,15 +15,11 @@ import (
 // writeHTMLReport writes --report.
 func (r *benchRun) writeHTMLReport(path string, tgt *benchTarget, res *engine.Result, console report.ConsoleSummary, info metrics.RunInfo, verdicts []scenario.Verdict) error {
 	a := r.args
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
 	title := fmt.Sprintf("servegate bench: %s on %s", a.Model, tgt.Kind)
 	if r.scenario != nil {
 		title = fmt.Sprintf("servegate bench: scenario %s, %s on %s", r.scenario.Name, a.Model, tgt.Kind)
 	}
-	werr := report.WriteHTMLReport(f, report.HTMLReport{
+	return writeHTMLFile(path, report.HTMLReport{
 		Title:     title,
 		Generated: res.Start.Add(res.Duration),
 		Settings:  r.reportSettings(tgt, info),
@@ -31,6 +27,16 @@ func (r *benchRun) writeHTMLReport(path string, tgt *benchTarget, res *engine.Re
 		Summary:   console,
 		SLOs:      verdicts,
 	})
+}
+
+// writeHTMLFile writes an HTML report to path (--report of bench and
+// report).
+func writeHTMLFile(path string, rep report.HTMLReport) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	werr := report.WriteHTMLReport(f, rep)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

@@ -1,15 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 )
@@ -76,7 +77,8 @@ func (a *reportArgs) render(stdout io.Writer) error {
 	if _, _, err := parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, false); err != nil {
 		return err
 	}
-	if _, err := parseGoodput(a.Goodput); err != nil {
+	goodput, err := parseGoodput(a.Goodput)
+	if err != nil {
 		return err
 	}
 	path := a.Files[0]
@@ -89,14 +91,11 @@ func (a *reportArgs) render(stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	var run savedRun
-	if err := json.NewDecoder(strings.NewReader(string(data))).Decode(&run); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&run); err != nil {
 		return fmt.Errorf("%s: read result: %w", path, err)
 	}
-	plan := &benchPlan{Pooling: strings.Contains(run.Backend, "embeddings") || strings.Contains(run.Backend, "rerank")}
+	plan := &benchPlan{Pooling: client.IsPooling(run.Backend), Goodput: goodput}
 	if plan.PercentileMetrics, plan.Percentiles, err = parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, plan.Pooling); err != nil {
-		return err
-	}
-	if plan.Goodput, err = parseGoodput(a.Goodput); err != nil {
 		return err
 	}
 	sum := metrics.Summarize(records, duration, metrics.Options{
@@ -122,28 +121,21 @@ func (a *reportArgs) render(stdout io.Writer) error {
 	if a.Report == nil {
 		return nil
 	}
-	f, err := os.Create(*a.Report)
-	if err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
 	settings := []report.ReportSetting{{Name: "result file", Value: path}, {Name: "backend", Value: run.Backend},
 		{Name: "model", Value: run.ModelID}, {Name: "date", Value: run.Date}}
 	if run.Label != nil {
 		settings = append(settings, report.ReportSetting{Name: "label", Value: *run.Label})
 	}
 	generated, _ := time.ParseInLocation("20060102-150405", run.Date, time.Local)
-	werr := report.WriteHTMLReport(f, report.HTMLReport{
+	if err := writeHTMLFile(*a.Report, report.HTMLReport{
 		Title:     fmt.Sprintf("servegate report: %s (%s)", run.ModelID, path),
 		Generated: generated,
 		Settings:  settings,
 		Records:   records,
 		Summary:   console,
-	})
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+	}); err != nil {
+		return err
 	}
-	if werr == nil {
-		fmt.Fprintf(stdout, "HTML report: %s\n", *a.Report)
-	}
-	return werr
+	fmt.Fprintf(stdout, "HTML report: %s\n", *a.Report)
+	return nil
 }

@@ -118,12 +118,7 @@ func startSimContainer(ctx context.Context, servedModel string, so targetOptions
 		}
 	}
 	c, err := simulator.Run(ctx, opts...)
-	stop := func(context.Context) error {
-		if c == nil {
-			return nil
-		}
-		return testcontainers.TerminateContainer(c)
-	}
+	stop := func(context.Context) error { return testcontainers.TerminateContainer(c) } // nil-safe
 	if err != nil {
 		_ = stop(ctx)
 		return nil, fmt.Errorf("start sim target: %w", err)
@@ -157,12 +152,7 @@ func startVLLMContainer(ctx context.Context, model, servedModel string, so targe
 		opts = append(opts, vllm.WithEnv(so.VLLMEnv))
 	}
 	c, err := vllm.Run(ctx, so.Image, opts...)
-	stop := func(context.Context) error {
-		if c == nil {
-			return nil
-		}
-		return testcontainers.TerminateContainer(c)
-	}
+	stop := func(context.Context) error { return testcontainers.TerminateContainer(c) } // nil-safe
 	if err != nil {
 		if c != nil {
 			err = fmt.Errorf("%w\nlast lines of the vllm log:\n%s", err, c.LogTail())

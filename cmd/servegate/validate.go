@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 )
 
@@ -74,15 +76,12 @@ func validateBench(a *benchArgs, p *argParser) (*benchPlan, error) {
 	if a.DatasetName == "random-mm" && a.Backend != "openai-chat" {
 		return nil, errors.New("Multi-modal content (images) is only supported on 'openai-chat' backend.")
 	}
-	plan.IgnoreEOS = a.IgnoreEOS
-	if (a.DatasetName == "random" || a.DatasetName == "random-mm") && contains(openAICompatible, a.Backend) {
-		plan.IgnoreEOS = true
-	}
+	plan.IgnoreEOS = a.IgnoreEOS || dataset.ForcesIgnoreEOS(a.DatasetName, a.Backend)
 	var err error
 	if plan.Goodput, err = parseGoodput(a.Goodput); err != nil {
 		return nil, err
 	}
-	plan.Pooling = strings.Contains(a.Backend, "embeddings") || strings.Contains(a.Backend, "rerank") || a.Backend == "vllm-pooling"
+	plan.Pooling = client.IsPooling(a.Backend) || a.Backend == "vllm-pooling"
 	if plan.ExtraBody, err = requestBody(a, plan.Pooling); err != nil {
 		return nil, err
 	}
@@ -147,7 +146,7 @@ func parseGoodput(pairs []string) (map[string]float64, error) {
 	}
 	for _, name := range order {
 		v := slos[name]
-		if !contains([]string{"ttft", "tpot", "e2el"}, name) {
+		if !slices.Contains([]string{"ttft", "tpot", "e2el"}, name) {
 			return nil, fmt.Errorf("Invalid metric name found, %s: %s. The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ", name, pyFloat(v))
 		}
 		if v < 0 {
@@ -161,26 +160,21 @@ func parseGoodput(pairs []string) (map[string]float64, error) {
 func requestBody(a *benchArgs, pooling bool) (map[string]any, error) {
 	body := map[string]any{}
 	if !pooling {
-		set := func(k string, v any, given bool) {
-			if given {
-				body[k] = v
-			}
-		}
 		setF := func(k string, v *float64) {
 			if v != nil {
-				set(k, *v, true)
+				body[k] = *v
 			}
 		}
 		setF("top_p", a.TopP)
 		if a.TopK != nil {
-			set("top_k", *a.TopK, true)
+			body["top_k"] = *a.TopK
 		}
 		setF("min_p", a.MinP)
 		setF("temperature", a.Temperature)
 		setF("frequency_penalty", a.FrequencyPenalty)
 		setF("presence_penalty", a.PresencePenalty)
 		setF("repetition_penalty", a.RepetitionPenalty)
-		if len(body) > 0 && !contains(openAICompatible, a.Backend) {
+		if len(body) > 0 && !slices.Contains(openAICompatible, a.Backend) {
 			return nil, errors.New("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		if _, ok := body["temperature"]; !ok {
@@ -203,10 +197,10 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if plan.PercentileMetrics, plan.Percentiles, err = parsePercentileFlags(a.PercentileMetrics, a.MetricPercentiles, plan.Pooling); err != nil {
 		return err
 	}
-	if !contains(dataset.Names, a.DatasetName) {
+	if !slices.Contains(dataset.Names, a.DatasetName) {
 		return fmt.Errorf("--dataset-name %s: not implemented in servegate (supported: %s)", a.DatasetName, strings.Join(dataset.Names, ", "))
 	}
-	if !contains(supportedBackends, a.Backend) {
+	if !slices.Contains(supportedBackends, a.Backend) {
 		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(supportedBackends, ", "))
 	}
 	if a.NumPrompts < 1 && a.DatasetName != "custom" && a.DatasetName != "spec_bench" {
@@ -248,7 +242,7 @@ func parsePercentileFlags(metricsFlag *string, percentilesFlag string, pooling b
 	}
 	var names []string
 	for _, m := range strings.Split(list, ",") {
-		if !contains([]string{"ttft", "tpot", "itl", "e2el"}, m) {
+		if !slices.Contains([]string{"ttft", "tpot", "itl", "e2el"}, m) {
 			return nil, nil, fmt.Errorf(`--percentile-metrics: unknown metric %q; allowed metric names are "ttft", "tpot", "itl", "e2el"`, m)
 		}
 		names = append(names, m)

@@ -1,5 +1,6 @@
-// Command gate runs servegate's regression gate until "servegate gate"
-// exists: go run ./ci/cmd/gate [flags] BASE HEAD. See package
+// Command gate is "servegate gate" on its own: go run ./ci/cmd/gate
+// [flags] BASE HEAD. Unlike cmd/servegate it builds without the tokenizer
+// library, which is why ci/compare.sh uses it. See package
 // github.com/servegate/servegate/ci/gate for the flags and exit codes.
 package main
 
