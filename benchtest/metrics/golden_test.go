@@ -191,8 +191,8 @@ func TestPyFloat(t *testing.T) {
 		if repr == "-0.0" {
 			f = math.Copysign(0, -1)
 		}
-		if got := pyFloat(f); got != repr {
-			t.Errorf("pyFloat(%v) = %q, Python %q", f, got, repr)
+		if got := PyFloat(f); got != repr {
+			t.Errorf("PyFloat(%v) = %q, Python %q", f, got, repr)
 		}
 	}
 }

@@ -92,7 +92,7 @@ func PercentileWord(p float64) string {
 	if p == float64(int64(p)) {
 		return strconv.FormatInt(int64(p), 10)
 	}
-	return pyFloat(p)
+	return PyFloat(p)
 }
 
 // Value looks a number up by its result-JSON name ("p99_ttft_ms",

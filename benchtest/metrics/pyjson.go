@@ -44,8 +44,9 @@ func (o *object) del(key string) {
 	}
 }
 
-// pyFloat formats f as Python's repr(float).
-func pyFloat(f float64) string { return string(appendPyFloat(nil, f)) }
+// PyFloat formats f as Python's repr(float) (and str(float)): what vLLM
+// prints and writes for a float.
+func PyFloat(f float64) string { return string(appendPyFloat(nil, f)) }
 
 // appendPyFloat appends f as Python's repr(float): the shortest digits
 // that round-trip, positional for decimal exponents from -4 to 16 and

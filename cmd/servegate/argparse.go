@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 // This file is a small argparse work-alike. Go's flag package cannot take
@@ -109,7 +111,7 @@ func (p *argParser) optIntVar(dst **int, name, group, help string) *option {
 
 func (p *argParser) floatVar(dst *float64, name string, def float64, group, help string) *option {
 	*dst = def
-	return p.add(&option{name: name, help: help, group: group, def: pyFloat(def),
+	return p.add(&option{name: name, help: help, group: group, def: metrics.PyFloat(def),
 		set: convert(name, "float", parseFloat, func(f float64) { *dst = f }), get: func() any { return *dst }})
 }
 
@@ -401,21 +403,6 @@ func parseFloat(s string) (float64, error) {
 		return math.Inf(1), nil
 	}
 	return strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
-}
-
-// pyFloat formats a float as Python's str() does for the values flags take.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	case f == math.Trunc(f) && math.Abs(f) < 1e16:
-		return strconv.FormatFloat(f, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 func quoteList(list []string) string {

@@ -62,13 +62,13 @@ func (r *benchRun) reportSettings(tgt *benchTarget, info metrics.RunInfo) []repo
 	if a.RampUpStrategy != nil {
 		s = append(s, report.ReportSetting{Name: "ramp-up", Value: fmt.Sprintf("%s %d → %d req/s", *a.RampUpStrategy, *a.RampUpStartRPS, *a.RampUpEndRPS)})
 	} else {
-		rate := pyFloat(a.RequestRate) + " req/s"
+		rate := metrics.PyFloat(a.RequestRate) + " req/s"
 		if math.IsInf(a.RequestRate, 1) {
 			rate = "inf (all at once)"
 		}
 		s = append(s, report.ReportSetting{Name: "request rate", Value: rate})
 	}
-	s = append(s, report.ReportSetting{Name: "burstiness", Value: pyFloat(a.Burstiness)})
+	s = append(s, report.ReportSetting{Name: "burstiness", Value: metrics.PyFloat(a.Burstiness)})
 	conc := "none"
 	if a.MaxConcurrency != nil {
 		conc = fmt.Sprint(*a.MaxConcurrency)
@@ -78,7 +78,7 @@ func (r *benchRun) reportSettings(tgt *benchTarget, info metrics.RunInfo) []repo
 		var parts []string
 		for _, k := range []string{"ttft", "tpot", "e2el"} {
 			if v, ok := r.plan.Goodput[k]; ok {
-				parts = append(parts, fmt.Sprintf("%s ≤ %s ms", k, pyFloat(v)))
+				parts = append(parts, fmt.Sprintf("%s ≤ %s ms", k, metrics.PyFloat(v)))
 			}
 		}
 		s = append(s, report.ReportSetting{Name: "goodput SLOs", Value: strings.Join(parts, ", ")})
@@ -98,7 +98,7 @@ func datasetDescription(a *benchArgs) string {
 	case "random":
 		d := fmt.Sprintf("random (input %d, output %d tokens", a.RandomInputLen, a.RandomOutputLen)
 		if a.RandomRangeRatio > 0 {
-			d += fmt.Sprintf(", range ratio %s", pyFloat(a.RandomRangeRatio))
+			d += fmt.Sprintf(", range ratio %s", metrics.PyFloat(a.RandomRangeRatio))
 		}
 		if a.RandomPrefixLen > 0 {
 			d += fmt.Sprintf(", prefix %d", a.RandomPrefixLen)

@@ -61,7 +61,7 @@ func resultPath(a *benchArgs, date string) string {
 	if a.RampUpStrategy != nil {
 		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, *a.RampUpStrategy, *a.RampUpStartRPS, *a.RampUpEndRPS, conc, model, date)
 	} else {
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyFloat(a.RequestRate), conc, model, date)
+		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, metrics.PyFloat(a.RequestRate), conc, model, date)
 	}
 	if a.ResultFilename != nil && *a.ResultFilename != "" {
 		name = *a.ResultFilename

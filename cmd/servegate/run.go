@@ -306,13 +306,13 @@ func (r *benchRun) printTraffic() {
 		fmt.Fprintf(w, "Traffic ramp-up strategy: %s.\n", *a.RampUpStrategy)
 		fmt.Fprintf(w, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n", *a.RampUpStartRPS, *a.RampUpEndRPS)
 	} else {
-		fmt.Fprintf(w, "Traffic request rate: %s\n", pyFloat(a.RequestRate))
+		fmt.Fprintf(w, "Traffic request rate: %s\n", metrics.PyFloat(a.RequestRate))
 	}
 	dist := "Gamma distribution"
 	if a.Burstiness == 1 {
 		dist = "Poisson process"
 	}
-	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyFloat(a.Burstiness), dist)
+	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", metrics.PyFloat(a.Burstiness), dist)
 	conc := "None"
 	if a.MaxConcurrency != nil {
 		conc = fmt.Sprint(*a.MaxConcurrency)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
@@ -63,7 +64,7 @@ func loadScenarios(path string) ([]*scenario.Scenario, error) {
 func scenarioArgs(sc *scenario.Scenario) ([]string, error) {
 	var args []string
 	add := func(flag string, vals ...string) { args = append(args, append([]string{flag}, vals...)...) }
-	num := func(f float64) string { return pyFloat(f) }
+	num := metrics.PyFloat
 	t := sc.Target
 
 	add("--label", sc.Name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 var inf = math.Inf(1)
@@ -147,10 +148,10 @@ func parseGoodput(pairs []string) (map[string]float64, error) {
 	for _, name := range order {
 		v := slos[name]
 		if !slices.Contains([]string{"ttft", "tpot", "e2el"}, name) {
-			return nil, fmt.Errorf("Invalid metric name found, %s: %s. The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ", name, pyFloat(v))
+			return nil, fmt.Errorf("Invalid metric name found, %s: %s. The service level objective name should be one of ['ttft', 'tpot', 'e2el']. ", name, metrics.PyFloat(v))
 		}
 		if v < 0 {
-			return nil, fmt.Errorf("Invalid value found, %s: %s. The service level objective value should be non-negative.", name, pyFloat(v))
+			return nil, fmt.Errorf("Invalid value found, %s: %s. The service level objective value should be non-negative.", name, metrics.PyFloat(v))
 		}
 	}
 	return slos, nil
@@ -210,19 +211,19 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 		return fmt.Errorf("--max-concurrency must be at least 1, got %d", *a.MaxConcurrency)
 	}
 	if a.RequestRate <= 0 || math.IsNaN(a.RequestRate) {
-		return fmt.Errorf("--request-rate must be positive (inf sends every request at once), got %s", pyFloat(a.RequestRate))
+		return fmt.Errorf("--request-rate must be positive (inf sends every request at once), got %s", metrics.PyFloat(a.RequestRate))
 	}
 	if a.Burstiness <= 0 || math.IsNaN(a.Burstiness) {
-		return fmt.Errorf("--burstiness must be positive, got %s", pyFloat(a.Burstiness))
+		return fmt.Errorf("--burstiness must be positive, got %s", metrics.PyFloat(a.Burstiness))
 	}
 	if a.NumWarmups < 0 {
 		return fmt.Errorf("--num-warmups must not be negative, got %d", a.NumWarmups)
 	}
 	if a.MaxDurationSec < 0 || math.IsNaN(a.MaxDurationSec) {
-		return fmt.Errorf("--max-duration-sec must not be negative, got %s", pyFloat(a.MaxDurationSec))
+		return fmt.Errorf("--max-duration-sec must not be negative, got %s", metrics.PyFloat(a.MaxDurationSec))
 	}
 	if a.RequestTimeoutSec <= 0 {
-		return fmt.Errorf("--request-timeout-sec must be positive, got %s", pyFloat(a.RequestTimeoutSec))
+		return fmt.Errorf("--request-timeout-sec must be positive, got %s", metrics.PyFloat(a.RequestTimeoutSec))
 	}
 	if a.Target != "url" && (a.BaseURL != nil || p.given("host") || p.given("port")) {
 		return fmt.Errorf("--target %s starts its own server: do not give --base-url, --host or --port", a.Target)
