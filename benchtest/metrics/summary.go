@@ -187,11 +187,16 @@ func goodCount(slo map[string]float64, ttfts, tpots, e2els []float64) int {
 	return good
 }
 
-// peaks computes vLLM's peak output tokens per second and the concurrent
-// requests in the busiest second from one-second buckets over the
-// successful requests, counting each output chunk as one token unless the
-// record carries per-chunk token counts.
-func peaks(records []Record) (float64, int) {
+// PerSecond returns the output tokens and the concurrent requests of each
+// one-second bucket of a run, counted as vllm bench serve counts them for
+// its peak metrics and plots: buckets start at the earliest start of a
+// successful request; every output chunk (first token, then one per
+// inter-token gap) counts one token in the bucket it arrived in, or the
+// tokens the server said it carried when the record has per-chunk counts;
+// a request counts as concurrent in every bucket from its start to its
+// end, inclusive. Failed requests are left out. Both slices are nil when
+// no request succeeded.
+func PerSecond(records []Record) (tokens, concurrent []float64) {
 	first := true
 	var minStart, maxEnd float64
 	for i := range records {
@@ -209,11 +214,11 @@ func peaks(records []Record) (float64, int) {
 		first = false
 	}
 	if first {
-		return 0, 0
+		return nil, nil
 	}
 	n := int(math.Ceil(maxEnd-minStart)) + 1
-	tokens := make([]float64, n)
-	conc := make([]float64, n)
+	tokens = make([]float64, n)
+	concurrent = make([]float64, n)
 	for i := range records {
 		r := &records[i]
 		if !r.Success {
@@ -228,9 +233,16 @@ func peaks(records []Record) (float64, int) {
 		}
 		from, to := int(st-minStart), int(st+seconds(r.Latency)-minStart)
 		for sec := from; sec <= to && sec < n; sec++ {
-			conc[sec]++
+			concurrent[sec]++
 		}
 	}
+	return tokens, concurrent
+}
+
+// peaks computes vLLM's peak output tokens per second and the concurrent
+// requests in the busiest second (PerSecond's largest buckets).
+func peaks(records []Record) (float64, int) {
+	tokens, conc := PerSecond(records)
 	var maxTok, maxConc float64
 	for i := range tokens {
 		maxTok = max(maxTok, tokens[i])

@@ -10,60 +10,10 @@ import (
 )
 
 // PerSecondSeries returns the output tokens and the concurrent requests of
-// each one-second bucket of a run, counted as vllm bench serve counts them
-// for its peak metrics and plots: buckets start at the earliest start of a
-// successful request; every output chunk (first token, then one per
-// inter-token gap) counts one token in the bucket it arrived in; a request
-// counts as concurrent in every bucket from its start to its end,
-// inclusive. A chunk counts the tokens the server said it carried when
-// the record has per-chunk counts. Failed requests are left out. Both slices are empty when no
-// request succeeded.
+// each one-second bucket of a run, as metrics.PerSecond counts them (the
+// buckets whose largest values are the summary's peak metrics).
 func PerSecondSeries(records []metrics.Record) (tokens, concurrent []float64) {
-	first, last := math.Inf(1), math.Inf(-1)
-	for _, r := range records {
-		if !r.Success {
-			continue
-		}
-		first = math.Min(first, r.Start.Seconds())
-		last = math.Max(last, (r.Start + r.Latency).Seconds())
-	}
-	if math.IsInf(first, 1) {
-		return nil, nil
-	}
-	n := int(math.Ceil(last-first)) + 1
-	tokens = make([]float64, n)
-	concurrent = make([]float64, n)
-	for _, r := range records {
-		if !r.Success {
-			continue
-		}
-		start := r.Start.Seconds()
-		t := start + r.TTFT.Seconds()
-		addChunk := func(t float64, i int) {
-			if b := int(t - first); b >= 0 && b < n {
-				tokens[b] += float64(chunkTokenCount(r, i))
-			}
-		}
-		addChunk(t, 0)
-		for i, gap := range r.ITL {
-			t += gap.Seconds()
-			addChunk(t, i+1)
-		}
-		end := int(start + r.Latency.Seconds() - first)
-		for s := int(start - first); s <= end && s < n; s++ {
-			concurrent[s]++
-		}
-	}
-	return tokens, concurrent
-}
-
-// chunkTokenCount is the tokens in output chunk i: one unless the server
-// sent per-chunk usage.
-func chunkTokenCount(r metrics.Record, i int) int {
-	if i < len(r.ChunkTokens) {
-		return r.ChunkTokens[i]
-	}
-	return 1
+	return metrics.PerSecond(records)
 }
 
 // A TermPlot is a line chart drawn in a terminal with box-drawing
