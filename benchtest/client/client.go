@@ -40,6 +40,19 @@ var endpointSuffixes = map[string][]string{
 	BackendVLLMRerank:       {"rerank"},
 }
 
+// defaultEndpoints are the request paths of the backends' APIs.
+var defaultEndpoints = map[string]string{
+	BackendOpenAI:           "/v1/completions",
+	BackendVLLM:             "/v1/completions",
+	BackendOpenAIChat:       "/v1/chat/completions",
+	BackendOpenAIEmbeddings: "/v1/embeddings",
+	BackendVLLMRerank:       "/v1/rerank",
+}
+
+// DefaultEndpoint is the request path of backend's API, "" for an
+// unknown backend.
+func DefaultEndpoint(backend string) string { return defaultEndpoints[backend] }
+
 // IsPooling reports whether backend is a pooling (embeddings or rerank)
 // backend, which vLLM summarises with its embedding metrics.
 func IsPooling(backend string) bool {

@@ -6,6 +6,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -215,16 +216,7 @@ func (cfg *Config) normalize() error {
 		cfg.Backend = client.BackendOpenAI
 	}
 	if cfg.Endpoint == "" {
-		switch cfg.Backend {
-		case client.BackendOpenAIChat:
-			cfg.Endpoint = "/v1/chat/completions"
-		case client.BackendOpenAIEmbeddings:
-			cfg.Endpoint = "/v1/embeddings"
-		case client.BackendVLLMRerank:
-			cfg.Endpoint = "/v1/rerank"
-		default:
-			cfg.Endpoint = "/v1/completions"
-		}
+		cfg.Endpoint = cmp.Or(client.DefaultEndpoint(cfg.Backend), "/v1/completions")
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.BaseURL == "" {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/servegate/servegate/benchtest/client"
 )
 
 // The defaults of every scenario key, in one place. docs/scenarios.md
@@ -35,15 +37,6 @@ var DefaultRequestRate = math.Inf(1)
 // DefaultPercentileMetrics is vLLM's default --percentile-metrics.
 var DefaultPercentileMetrics = []string{"ttft", "tpot", "itl"}
 
-// DefaultEndpoints is the request path of each backend.
-var DefaultEndpoints = map[string]string{
-	"openai":            "/v1/completions",
-	"vllm":              "/v1/completions",
-	"openai-chat":       "/v1/chat/completions",
-	"openai-embeddings": "/v1/embeddings",
-	"vllm-rerank":       "/v1/rerank",
-}
-
 // datasetDefaults are vLLM's per-dataset length defaults.
 var datasetDefaults = map[string]Dataset{
 	"random":            {InputLen: 1024, OutputLen: 128},
@@ -69,7 +62,7 @@ func (sc *Scenario) applyDefaults() {
 		sc.Backend = DefaultBackend
 	}
 	if sc.Endpoint == "" {
-		sc.Endpoint = DefaultEndpoints[sc.Backend]
+		sc.Endpoint = client.DefaultEndpoint(sc.Backend)
 	}
 
 	d := &sc.Dataset
