@@ -66,15 +66,11 @@ func newHTTPMetrics() httpMetrics {
 
 // instrument wraps a response writer so that the request is counted when
 // it is done: call the returned function after the handler returns. Paths
-// that are not routes count under the handler "none", as the
-// instrumentator counts untemplated paths.
-func (m *metrics) instrument(w http.ResponseWriter, r *http.Request, routed bool) (http.ResponseWriter, func()) {
+// that are not routes (the catch-all handler marks them) count under the
+// handler "none", as the instrumentator counts untemplated paths.
+func (m *metrics) instrument(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func()) {
 	if httpExcluded[r.URL.Path] || strings.HasPrefix(r.URL.Path, "/debug/") {
 		return w, func() {}
-	}
-	handler := r.URL.Path
-	if !routed {
-		handler = "none"
 	}
 	rw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
 	start := time.Now()
@@ -87,6 +83,10 @@ func (m *metrics) instrument(w http.ResponseWriter, r *http.Request, routed bool
 		if rw.streamed {
 			respSize = 0
 		}
+		handler := r.URL.Path
+		if rw.unrouted {
+			handler = "none"
+		}
 		m.http.observe(handler, r.Method, rw.status, reqSize, respSize, d)
 	}
 }
@@ -95,7 +95,7 @@ func (h *httpMetrics) observe(handler, method string, status int, reqSize, respS
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	rk := [3]string{handler, method, fmt.Sprintf("%dxx", status/100)}
+	rk := [3]string{handler, method, strconv.Itoa(status/100) + "xx"}
 	rs := h.requests[rk]
 	if rs == nil {
 		rs = &httpSeries{created: now}
@@ -172,13 +172,15 @@ func (h *httpMetrics) write(w io.Writer, created string) {
 }
 
 // countingWriter counts the bytes and keeps the status a handler wrote,
-// and whether it streamed (flushed) the body.
+// whether it streamed (flushed) the body, and whether the request matched
+// no route.
 type countingWriter struct {
 	http.ResponseWriter
 	status   int
 	n        int64
 	wrote    bool
 	streamed bool
+	unrouted bool
 }
 
 func (c *countingWriter) WriteHeader(status int) {

@@ -143,8 +143,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("X-Request-Id", id)
 	}
-	_, pattern := s.mux.Handler(r)
-	w, done := s.metrics.instrument(w, r, pattern != "/")
+	w, done := s.metrics.instrument(w, r)
 	defer done() // also when a fault aborts the handler with a panic
 	if s.starting() && r.URL.Path != "/metrics" && r.URL.Path != "/version" && !strings.HasPrefix(r.URL.Path, "/debug/") {
 		writeError(w, newError(http.StatusServiceUnavailable, "The server is starting up."))
@@ -175,6 +174,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /debug/requests/{id}", s.handleTruth)
 	m.HandleFunc("GET /debug/steps", s.handleSteps)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if cw, ok := w.(*countingWriter); ok {
+			cw.unrouted = true // counted under the handler "none"
+		}
 		writeError(w, newError(http.StatusNotFound, "Not Found: %s %s", r.Method, r.URL.Path))
 	})
 	s.mux = m
