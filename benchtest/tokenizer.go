@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 var tokenizers sync.Map // resolved name -> *tokenizer.Tokenizer

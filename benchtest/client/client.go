@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // Backends, named as vllm bench serve's --backend.

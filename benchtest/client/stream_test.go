@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // burstRow is one usable BurstGPT request: its lengths and timestamp.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ardanlabs/jinja"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // A TokenizerConfig is the part of a model's tokenizer_config.json that

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // row is one prompt read from a JSONL file.

@@ -6,7 +6,7 @@ import (
 	"log"
 
 	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // The tokenizer binding (daulet/tokenizers) passes text through C strings:

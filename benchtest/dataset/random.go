@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // maxFixupRounds is the number of decode/re-encode rounds vLLM allows before

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // loadRandomRerank builds the random-rerank dataset (vLLM's

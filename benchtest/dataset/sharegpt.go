@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // ShareGPT length filters (vLLM's is_valid_sequence defaults).

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // sonnetBase is the instruction every sonnet prompt starts with (vLLM's).

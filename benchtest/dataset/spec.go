@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // Dataset names accepted in Spec.Name, as vllm bench serve spells them.

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // loadTxtSlices builds the txt-slices dataset (vLLM's TxtSlicesDataset):

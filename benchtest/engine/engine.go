@@ -21,7 +21,7 @@ import (
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // ErrMaxDuration is the cause a run stops with when Config.MaxDuration

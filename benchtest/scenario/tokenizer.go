@@ -3,7 +3,7 @@ package scenario
 import (
 	"strings"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/servegate/servegate/benchtest/tokenizer"
+	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/containers/simulator/sim"

@@ -35,7 +35,7 @@ const imageTokenizer = "tokenizer.json"
 
 // hashedSources are the repository paths whose content decides the image:
 // the simulator, the tokenizer binding and the module files.
-var hashedSources = []string{"containers/simulator", "benchtest/tokenizer", "go.mod", "go.sum"}
+var hashedSources = []string{"containers/simulator", "tokenizer", "go.mod", "go.sum"}
 
 var imageMu sync.Mutex
 

@@ -12,7 +12,7 @@ import (
 
 // A Tokenizer is what the simulator needs of a tokenizer: prompt tokens (for
 // usage and prefix caching) and the text of output tokens.
-// *tokenizer.Tokenizer from benchtest/tokenizer satisfies it.
+// *tokenizer.Tokenizer from servegate/tokenizer satisfies it.
 type Tokenizer interface {
 	Encode(text string, addSpecial bool) []int
 	Decode(ids []int, skipSpecial bool) string

@@ -2,7 +2,7 @@
 
 package sim
 
-import "github.com/servegate/servegate/benchtest/tokenizer"
+import "github.com/servegate/servegate/tokenizer"
 
 // loadTokenizer loads a Hugging Face tokenizer.json with the real tokenizer.
 func loadTokenizer(path string) (Tokenizer, func() error, error) {

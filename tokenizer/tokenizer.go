@@ -10,7 +10,7 @@
 package tokenizer
 
 /*
-#cgo LDFLAGS: -L${SRCDIR}/../../.lib
+#cgo LDFLAGS: -L${SRCDIR}/../.lib
 */
 import "C"
 

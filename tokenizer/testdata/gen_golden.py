@@ -3,7 +3,7 @@
 
 Run once (the Go test needs no Python):
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install tokenizers==0.20.3
-    /tmp/venv/bin/python benchtest/tokenizer/testdata/gen_golden.py \
+    /tmp/venv/bin/python tokenizer/testdata/gen_golden.py \
         "$(go list -m -f '{{.Dir}}' github.com/daulet/tokenizers)/test/data"
 """
 import json
