@@ -14,14 +14,11 @@ var tokenizers sync.Map // resolved name -> *tokenizer.Tokenizer
 // loadTokenizer loads target.tokenizer as scenario.ResolveTokenizer resolves
 // it. Nothing is downloaded. Tokenizers are loaded once per process.
 func loadTokenizer(ctx context.Context, name, model string) (*tokenizer.Tokenizer, string, error) {
-	name, source, err := scenario.ResolveTokenizer(name, model)
-	if err != nil {
-		return nil, "", fmt.Errorf("load tokenizer %s: %w", name, err)
-	}
+	name = scenario.ResolveTokenizer(name, model)
 	if t, ok := tokenizers.Load(name); ok {
 		return t.(*tokenizer.Tokenizer), name, nil
 	}
-	tok, err := tokenizer.FromPretrained(ctx, source, tokenizer.Hub{})
+	tok, err := tokenizer.Load(ctx, name, tokenizer.Hub{})
 	if err != nil {
 		return nil, "", fmt.Errorf("load tokenizer %s: %w", name, err)
 	}

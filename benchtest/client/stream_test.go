@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 func llama3(tb testing.TB) *tokenizer.Tokenizer {

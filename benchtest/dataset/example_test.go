@@ -6,8 +6,8 @@ import (
 	"log"
 
 	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 func ExampleLoad() {

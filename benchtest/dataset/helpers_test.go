@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 var (

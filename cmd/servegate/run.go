@@ -206,7 +206,7 @@ func isSimulatorKind(kind string) bool { return kind == "sim" || kind == "inproc
 func loadTokenizer(ctx context.Context, id string) (*tokenizer.Tokenizer, error) {
 	offline := os.Getenv("HF_HUB_OFFLINE")
 	hub := tokenizer.Hub{Download: offline == "" || offline == "0" || strings.EqualFold(offline, "false")}
-	tok, err := tokenizer.FromPretrained(ctx, id, hub)
+	tok, err := tokenizer.Load(ctx, id, hub)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", id, err)
 	}

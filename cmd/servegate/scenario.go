@@ -82,13 +82,7 @@ func scenarioArgs(sc *scenario.Scenario) ([]string, error) {
 	if t.ServedModelName != "" {
 		add("--served-model-name", t.ServedModelName)
 	}
-	_, tok, err := scenario.ResolveTokenizer(t.Tokenizer, model)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
-	}
-	if tok != "" {
-		add("--tokenizer", tok)
-	}
+	add("--tokenizer", scenario.ResolveTokenizer(t.Tokenizer, model))
 	add("--backend", sc.Backend)
 	if sc.Endpoint != "" {
 		add("--endpoint", sc.Endpoint)

@@ -13,11 +13,11 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/containers/simulator/sim"
 	"github.com/servegate/servegate/containers/vllm"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // A benchTarget is the server a bench run talks to.

@@ -20,7 +20,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/servegate/servegate/containers/dockertest"
-	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // ImageRepo is the repository name of the simulator's local images; the tag
@@ -54,11 +54,7 @@ func Image(ctx context.Context, logw io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tokPath, err := fixtures.TokenizerPath(fixtures.Llama3)
-	if err != nil {
-		return "", fmt.Errorf("simulator image: %w", err)
-	}
-	tok, err := os.ReadFile(tokPath)
+	tok, err := tokenizer.BundledJSON(tokenizer.Llama3)
 	if err != nil {
 		return "", fmt.Errorf("simulator image: %w", err)
 	}
@@ -114,12 +110,26 @@ func imageExists(ctx context.Context, tag string) (bool, error) {
 	return true, nil
 }
 
-// repoRoot is the servegate checkout this package was compiled from; the
-// image is built from its sources.
+// modulePath is servegate's module path.
+const modulePath = "github.com/servegate/servegate"
+
+// repoRoot is the directory of the servegate module that the current
+// directory's module builds with: the checkout itself, a replace target or
+// the Go module cache. The image is built from its sources, so building it
+// needs the go command (as building any Go test does).
 func repoRoot() (string, error) {
-	root := fixtures.Dir()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", modulePath).Output()
+	root := strings.TrimSpace(string(out))
+	if err != nil || root == "" {
+		var stderr string
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			stderr = strings.TrimSpace(string(ee.Stderr))
+		}
+		return "", fmt.Errorf("simulator image: find the %s sources from this directory: %v %s; run from a module that requires servegate, or give target.image", modulePath, err, stderr)
+	}
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("simulator image: the servegate sources are not at %s (%w); build the image from a servegate checkout", root, err)
+		return "", fmt.Errorf("simulator image: the servegate sources are not at %s (%w)", root, err)
 	}
 	return root, nil
 }

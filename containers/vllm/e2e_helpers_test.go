@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // e2eEnv names the variable that turns on the tests against a real vLLM.

@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/tokenizer"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // testClient keeps connections alive across the many concurrent requests
