@@ -65,6 +65,10 @@ const (
 	TargetURL = "url"
 )
 
+// TargetKinds lists the target kinds: the one list that validation, the
+// environment override, `servegate bench --target` and the docs read.
+var TargetKinds = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL}
+
 // A Target is the server under test.
 type Target struct {
 	// Kind is sim (default), inproc, vllm or url.

@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	targetKinds       = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL}
+	targetKinds       = TargetKinds
 	backends          = []string{"openai", "vllm", "openai-chat", "openai-embeddings", "vllm-rerank"}
 	rampStrategies    = []string{"linear", "exponential"}
 	percentileMetrics = []string{"ttft", "tpot", "itl", "e2el"}

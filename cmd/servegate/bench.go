@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
 
@@ -13,21 +14,25 @@ Flags, defaults, validation, the console report and result files are
 vLLM's; servegate adds --scenario, --target, --report, --progress and
 --no-plot.`
 
-// parseBench parses and validates the bench command line.
+// parseBench parses and validates the bench command line. With
+// --scenario the scenario supplies the model and the other keys, so only
+// the flags given are checked against one another.
 func parseBench(args []string) (*benchArgs, *benchPlan, *argParser, error) {
 	a := &benchArgs{}
 	p := newBenchParser(a)
 	if err := p.parse(args); err != nil {
 		return nil, nil, p, err
 	}
-	if err := p.checkRequired(); err != nil {
-		return nil, nil, p, err
+	if a.Scenario == nil {
+		if err := p.checkRequired(); err != nil {
+			return nil, nil, p, err
+		}
 	}
-	plan, err := validateBench(a, p)
+	fp, err := validateBench(a, p)
 	if err != nil {
 		return nil, nil, p, err
 	}
-	return a, plan, p, nil
+	return a, fp, p, nil
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -37,40 +42,51 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		newBenchParser(a).writeHelp(stdout, benchSummary)
 		return 0
 	}
-	path, ok := scenarioFlag(args)
-	if !ok {
-		a, plan, p, err := parseBench(args)
-		if err != nil {
-			return exitCode(prog, err, stderr)
-		}
-		r := &benchRun{args: a, plan: plan, parser: p, stdout: stdout, stderr: stderr}
+	a, fp, p, err := parseBench(args)
+	if err != nil {
+		return exitCode(prog, err, stderr)
+	}
+	r := &benchRun{args: a, flags: fp, parser: p, stdout: stdout, stderr: stderr}
+	if a.Scenario == nil {
+		r.plan = flagsPlan(a, fp, stderr)
 		return exitCode(prog, r.execute(ctx), stderr)
 	}
-	scs, err := loadScenarios(path)
+	plans, err := scenarioPlans(*a.Scenario, a, fp, p)
 	if err != nil {
 		return exitCode(prog, err, stderr)
 	}
 	// Every scenario of the file runs; the status is the worst one.
 	code := 0
-	for _, sc := range scs {
-		fmt.Fprintf(stdout, "=== scenario %s (%s)\n", sc.Name, path)
-		code = max(code, runScenario(ctx, prog, sc, args, stdout, stderr))
+	for _, plan := range plans {
+		fmt.Fprintf(stdout, "=== scenario %s (%s)\n", plan.Name, *a.Scenario)
+		r.plan = plan
+		code = max(code, exitCode(prog, r.execute(ctx), stderr))
 	}
 	return code
 }
 
-// runScenario runs one scenario; explicit flags override its keys.
-func runScenario(ctx context.Context, prog string, sc *scenario.Scenario, args []string, stdout, stderr io.Writer) int {
-	base, err := scenarioArgs(sc)
+// scenarioPlans loads a scenario file and plans each scenario: the
+// environment overrides CI uses (SERVEGATE_TARGET, ...) first, then the
+// flags given explicitly.
+func scenarioPlans(path string, a *benchArgs, fp *benchPlan, p *argParser) ([]*benchtest.Plan, error) {
+	scs, err := scenario.LoadFile(path)
 	if err != nil {
-		return exitCode(prog, err, stderr)
+		return nil, err
 	}
-	a, plan, p, err := parseBench(append(base, args...))
-	if err != nil {
-		return exitCode(prog, err, stderr)
+	env := scenario.EnvFromOS()
+	var plans []*benchtest.Plan
+	for _, sc := range scs {
+		over, err := sc.Override(env)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		plan, err := scenarioPlan(over, a, fp, p)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, plan)
 	}
-	r := &benchRun{args: a, plan: plan, parser: p, stdout: stdout, stderr: stderr, scenario: sc}
-	return exitCode(prog, r.execute(ctx), stderr)
+	return plans, nil
 }
 
 // wantsHelp reports whether args ask for help before any "--".

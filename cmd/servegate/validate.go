@@ -47,7 +47,7 @@ type benchPlan struct {
 // validateBench checks flag combinations the way vllm bench serve does, in
 // the same order and with the same messages, plus servegate's own checks.
 func validateBench(a *benchArgs, p *argParser) (*benchPlan, error) {
-	if a.DatasetName == "random" && a.DatasetPath != nil {
+	if a.DatasetName == "random" && a.DatasetPath != nil && (a.Scenario == nil || p.given("dataset-name")) {
 		return nil, usagef("Cannot use 'random' dataset with --dataset-path. Please specify the appropriate --dataset-name (e.g., 'sharegpt', 'custom', 'sonnet') for your dataset file: %s", *a.DatasetPath)
 	}
 	if err := validateRampUp(a, p); err != nil {
