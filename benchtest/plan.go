@@ -84,6 +84,7 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			Custom:    dataset.CustomParams{OutputLen: d.OutputLen},
 			SpecBench: dataset.SpecBenchParams{OutputLen: d.OutputLen},
 			Sonnet:    dataset.SonnetParams{InputLen: d.InputLen, OutputLen: d.OutputLen, PrefixLen: d.PrefixLen},
+			TxtSlices: dataset.TxtSlicesParams{InputLen: d.InputLen, OutputLen: d.OutputLen},
 			PrefixRepetition: dataset.PrefixRepetitionParams{
 				PrefixLen: d.PrefixLen, SuffixLen: d.SuffixLen, NumPrefixes: d.NumPrefixes, OutputLen: d.OutputLen,
 			},

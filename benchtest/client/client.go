@@ -30,6 +30,17 @@ const (
 	BackendVLLMRerank       = "vllm-rerank"
 )
 
+// Backends lists the backends the client implements: the one list that
+// scenario validation, `servegate bench --backend` and the docs read.
+var Backends = []string{BackendOpenAI, BackendVLLM, BackendOpenAIChat, BackendOpenAIEmbeddings, BackendVLLMRerank}
+
+// SendsSampling reports whether backend is one of vLLM's OpenAI-compatible
+// generation backends, which send sampling parameters (and for which the
+// random datasets force ignore_eos).
+func SendsSampling(backend string) bool {
+	return backend == BackendOpenAI || backend == BackendVLLM || backend == BackendOpenAIChat
+}
+
 // endpointSuffixes are the URL endings each backend accepts, as vLLM
 // validates them.
 var endpointSuffixes = map[string][]string{
@@ -53,10 +64,11 @@ var defaultEndpoints = map[string]string{
 // unknown backend.
 func DefaultEndpoint(backend string) string { return defaultEndpoints[backend] }
 
-// IsPooling reports whether backend is a pooling (embeddings or rerank)
-// backend, which vLLM summarises with its embedding metrics.
+// IsPooling reports whether backend is a pooling (embeddings, rerank or
+// vLLM's pooling) backend, which vLLM summarises with its embedding
+// metrics.
 func IsPooling(backend string) bool {
-	return strings.Contains(backend, "embeddings") || strings.Contains(backend, "rerank")
+	return strings.Contains(backend, "embeddings") || strings.Contains(backend, "rerank") || backend == "vllm-pooling"
 }
 
 // CheckEndpoint returns an error when backend is unknown or url does not

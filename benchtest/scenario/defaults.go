@@ -45,6 +45,7 @@ var datasetDefaults = map[string]Dataset{
 	"sonnet":            {InputLen: 550, OutputLen: 150, PrefixLen: 200},
 	"custom":            {OutputLen: 256},
 	"spec_bench":        {OutputLen: 256},
+	"txt-slices":        {InputLen: 1024, OutputLen: 128},
 }
 
 // applyDefaults fills every key that was not written. It runs before

@@ -151,7 +151,7 @@ func TestParseErrors(t *testing.T) {
 		{"profile on vllm", "name: a\ntarget: {kind: vllm, model: m, profile: cpu}\n", "bad.yaml:2: target.profile: a simulator profile needs target.kind sim or inproc; this target is vllm"},
 		{"bad backend", "name: a\nbackend: tgi\n", `bad.yaml:2: backend: must be one of openai, vllm, openai-chat, openai-embeddings, vllm-rerank; got "tgi"`},
 		{"bad endpoint", "name: a\nendpoint: v1/completions\n", `bad.yaml:2: endpoint: must be a path starting with /, got "v1/completions"`},
-		{"bad dataset", "name: a\ndataset: {name: imdb}\n", `bad.yaml:2: dataset.name: must be one of random, random-rerank, sharegpt, custom, prefix_repetition, burstgpt, sonnet, spec_bench; got "imdb"`},
+		{"bad dataset", "name: a\ndataset: {name: imdb}\n", `bad.yaml:2: dataset.name: must be one of random, random-rerank, sharegpt, custom, spec_bench, sonnet, burstgpt, prefix_repetition, txt-slices; got "imdb"`},
 		{"file dataset without path", "name: a\ndataset:\n  name: sharegpt\n", "bad.yaml:2: dataset.path: required for the sharegpt dataset"},
 		{"zero prompts", "name: a\ndataset:\n  num_prompts: 0\n", "bad.yaml:3: dataset.num_prompts: must be at least 1, got 0"},
 		{"negative length", "name: a\ndataset:\n  output_len: -5\n", "bad.yaml:3: dataset.output_len: must not be negative, got -5"},

@@ -99,18 +99,16 @@ type Target struct {
 	StartTimeout Duration `yaml:"start_timeout"`
 }
 
-// Dataset names.
-var datasetNames = []string{"random", "random-rerank", "sharegpt", "custom", "prefix_repetition", "burstgpt", "sonnet", "spec_bench"}
-
 // A Dataset says which requests a scenario sends. Which length keys apply
 // depends on Name; docs/scenarios.md has the table.
 type Dataset struct {
-	// Name is the dataset: random (default), random-rerank, sharegpt,
-	// custom, prefix_repetition, burstgpt, sonnet or spec_bench.
+	// Name is the dataset, one of dataset.Names: random (default),
+	// random-rerank, sharegpt, custom, prefix_repetition, burstgpt, sonnet,
+	// spec_bench or txt-slices.
 	Name string `yaml:"name"`
 	// Path is the dataset file (relative to the scenario file).
 	Path string `yaml:"path"`
-	// NumPrompts is the number of requests. Default 100.
+	// NumPrompts is the number of requests. Default 1000 (vLLM's).
 	NumPrompts int `yaml:"num_prompts"`
 	// Seed seeds sampling, shuffling and the arrival process. Default 0.
 	Seed int64 `yaml:"seed"`

@@ -7,16 +7,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
 )
 
 var (
 	targetKinds       = TargetKinds
-	backends          = []string{"openai", "vllm", "openai-chat", "openai-embeddings", "vllm-rerank"}
 	rampStrategies    = []string{"linear", "exponential"}
 	percentileMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 	goodputMetrics    = []string{"ttft", "tpot", "e2el"}
-	fileDatasets      = []string{"sharegpt", "custom", "burstgpt", "sonnet", "spec_bench"}
-	traceDatasets     = []string{"burstgpt", "custom"}
 	namePattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
@@ -79,8 +79,8 @@ func (sc *Scenario) validateTarget() error {
 }
 
 func (sc *Scenario) validateRequest() error {
-	if !slices.Contains(backends, sc.Backend) {
-		return sc.errorf("backend", "must be one of %s; got %q", oneOf(backends), sc.Backend)
+	if !slices.Contains(client.Backends, sc.Backend) {
+		return sc.errorf("backend", "must be one of %s; got %q", oneOf(client.Backends), sc.Backend)
 	}
 	if !strings.HasPrefix(sc.Endpoint, "/") {
 		return sc.errorf("endpoint", "must be a path starting with /, got %q", sc.Endpoint)
@@ -95,10 +95,10 @@ func (sc *Scenario) validateRequest() error {
 
 func (sc *Scenario) validateDataset() error {
 	d := sc.Dataset
-	if !slices.Contains(datasetNames, d.Name) {
-		return sc.errorf("dataset.name", "must be one of %s; got %q", oneOf(datasetNames), d.Name)
+	if !slices.Contains(dataset.Names, d.Name) {
+		return sc.errorf("dataset.name", "must be one of %s; got %q", oneOf(dataset.Names), d.Name)
 	}
-	if slices.Contains(fileDatasets, d.Name) && d.Path == "" {
+	if dataset.NeedsPath(d.Name) && d.Path == "" {
 		return sc.errorf("dataset.path", "required for the %s dataset", d.Name)
 	}
 	if d.NumPrompts < 1 {
@@ -188,8 +188,8 @@ func (sc *Scenario) validateLoad() error {
 		}
 	}
 	if l.TraceReplay {
-		if !slices.Contains(traceDatasets, sc.Dataset.Name) {
-			return sc.errorf("load.trace_replay", "needs a dataset with arrival times (%s); %s has none", oneOf(traceDatasets), sc.Dataset.Name)
+		if !dataset.ReplaysTraces(sc.Dataset.Name) {
+			return sc.errorf("load.trace_replay", "needs a dataset with arrival times (%s, %s); %s has none", dataset.BurstGPT, dataset.Custom, sc.Dataset.Name)
 		}
 		if sc.pos.has("load.request_rate") || l.RampUp != nil {
 			return sc.errorf("load.trace_replay", "cannot be combined with load.request_rate or load.ramp_up: the trace sets the arrivals")

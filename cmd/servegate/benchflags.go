@@ -3,29 +3,25 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+
+	"github.com/servegate/servegate/benchtest/scenario"
 )
 
-// backends are vllm bench serve's --backend choices (vLLM v0.13).
-var backends = []string{
+// vllmBackends are vllm bench serve's --backend choices (vLLM v0.13), so
+// that argparse accepts and rejects what vLLM's does; servegate implements
+// client.Backends of them and says so for the others.
+var vllmBackends = []string{
 	"vllm", "openai", "openai-chat", "openai-audio", "openai-embeddings",
 	"openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec",
 	"infinity-embeddings", "infinity-embeddings-clip", "vllm-pooling", "vllm-rerank",
 }
 
-// supportedBackends are the backends servegate's client implements.
-var supportedBackends = []string{"vllm", "openai", "openai-chat", "openai-embeddings", "vllm-rerank"}
-
-// openAICompatible are the backends vLLM sends sampling parameters to.
-var openAICompatible = []string{"vllm", "openai", "openai-chat"}
-
-// datasetNames are the --dataset-name choices (vLLM v0.13).
-var datasetNames = []string{
+// vllmDatasets are vllm bench serve's --dataset-name choices (vLLM v0.13);
+// servegate implements dataset.Names of them.
+var vllmDatasets = []string{
 	"sharegpt", "burstgpt", "sonnet", "random", "random-mm", "random-rerank",
 	"hf", "custom", "prefix_repetition", "spec_bench", "txt-slices",
 }
-
-// targets are servegate's --target choices.
-var targets = []string{"url", "inproc", "sim", "vllm"}
 
 // benchArgs holds every flag of servegate bench. Pointer fields are
 // vLLM's None defaults.
@@ -154,7 +150,7 @@ func addDatasetFlags(p *argParser, a *benchArgs) {
 	g := groupDataset
 	p.intVar(&a.Seed, "seed", 0, g, "Random seed.")
 	p.intVar(&a.NumPrompts, "num-prompts", 1000, g, "Number of prompts to process.")
-	p.stringVar(&a.DatasetName, "dataset-name", "random", g, "Name of the dataset to benchmark on.").choices = datasetNames
+	p.stringVar(&a.DatasetName, "dataset-name", "random", g, "Name of the dataset to benchmark on.").choices = vllmDatasets
 	p.boolVar(&a.NoStream, "no-stream", g, "Do not load the dataset in streaming mode.")
 	p.optStringVar(&a.DatasetPath, "dataset-path", g, "Path to the sharegpt/sonnet dataset, the HF dataset ID if using HF dataset, or the path to a txt file for the txt-slices dataset.")
 	p.boolVar(&a.NoOversample, "no-oversample", g, "Do not oversample if the dataset has fewer samples than num-prompts.")
@@ -197,7 +193,7 @@ func addDatasetFlags(p *argParser, a *benchArgs) {
 func addServingFlags(p *argParser, a *benchArgs) {
 	g := groupServing
 	p.optStringVar(&a.Label, "label", g, "The label (prefix) of the benchmark results. If not specified, the value of '--backend' will be used as the label.")
-	p.stringVar(&a.Backend, "backend", "openai", g, "The type of backend or endpoint to use for the benchmark.").choices = backends
+	p.stringVar(&a.Backend, "backend", "openai", g, "The type of backend or endpoint to use for the benchmark.").choices = vllmBackends
 	p.optStringVar(&a.BaseURL, "base-url", g, "Server or API base url if not using http host and port.")
 	p.stringVar(&a.Host, "host", "127.0.0.1", g, "Server host.")
 	p.intVar(&a.Port, "port", 8000, g, "Server port.")
@@ -250,7 +246,7 @@ func addSamplingFlags(p *argParser, a *benchArgs) {
 func addServegateFlags(p *argParser, a *benchArgs) {
 	g := groupServegate
 	p.optStringVar(&a.Scenario, "scenario", g, "Run a scenario file (dataset, arrival pattern, SLOs); command-line flags given explicitly override it.")
-	p.stringVar(&a.Target, "target", "url", g, "What to benchmark: url = an existing server at --base-url or --host/--port (as vLLM); inproc = servegate's simulator in this process; sim = the simulator container; vllm = a vLLM CPU container.").choices = targets
+	p.stringVar(&a.Target, "target", "url", g, "What to benchmark: url = an existing server at --base-url or --host/--port (as vLLM); inproc = servegate's simulator in this process; sim = the simulator container; vllm = a vLLM CPU container.").choices = scenario.TargetKinds
 	p.optStringVar(&a.Report, "report", g, "Write a self-contained HTML report to this file.")
 	p.boolVar(&a.Progress, "progress", g, "Show the progress bar even when output is not a terminal.")
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
