@@ -248,7 +248,7 @@ func (sc *Scenario) validateSLO() error {
 				return sc.errorf(field, "%s: %v", b.Metric, err)
 			}
 		}
-		if !KnownMetric(b.Metric) {
+		if !knownMetric(b.Metric) {
 			return sc.errorf(field, "unknown metric %q (docs/scenarios.md lists the metrics)", b.Metric)
 		}
 		if slices.Contains(goodputDependent, b.Metric) && len(sc.SLO.Goodput) == 0 {
