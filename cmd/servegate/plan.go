@@ -35,6 +35,7 @@ func flagsPlan(a *benchArgs, fp *benchPlan, log io.Writer) *benchtest.Plan {
 		plan.Tokenizer, plan.Info.TokenizerID = a.Model, a.Model
 		if a.Target == scenario.TargetInproc || a.Target == scenario.TargetSim {
 			plan.Tokenizer = scenario.ResolveTokenizer("", a.Model)
+			plan.Target.Tokenizer = plan.Tokenizer
 			if plan.Tokenizer == tokenizer.Llama3 {
 				fmt.Fprintf(log, "tokenizer: %s is not in the Hugging Face cache, so the %s target uses the bundled Llama-3 tokenizer (--tokenizer chooses another)\n", a.Model, a.Target)
 			}
@@ -94,6 +95,7 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 	set("tokenizer", func() {
 		if a.Tokenizer != nil {
 			plan.Tokenizer, info.TokenizerID, plan.Hub = *a.Tokenizer, *a.Tokenizer, cliHub()
+			plan.Target.Tokenizer = plan.Tokenizer // an inproc simulator counts with it too
 		}
 	})
 	// Dataset.
