@@ -3,6 +3,7 @@ package benchtest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,11 +77,26 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
 	info.RPSChanges = o.Result.RPSChanges
 	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)
+	if o.Interrupted() {
+		info.Interrupted, info.InterruptedBy = true, o.Result.Stopped.Error()
+		for _, r := range o.Result.Records {
+			if r.Unsent {
+				info.Unsent++
+			}
+		}
+	}
 	if info.Extras {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
 			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
 	}
 	return info
+}
+
+// Interrupted reports whether the run was cut short (a signal, the
+// test's end or timeout) rather than ending by itself or at its maximum
+// duration. Its numbers describe part of a run: the gate refuses them.
+func (o *Outcome) Interrupted() bool {
+	return o.Result.Stopped != nil && !errors.Is(o.Result.Stopped, engine.ErrMaxDuration)
 }
 
 // ResultJSON renders vLLM's result JSON with per-request detail.
@@ -92,7 +108,7 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 // equal for two results to be comparable.
 func (o *Outcome) BenchConfig() []report.BenchConfig {
 	p := o.Plan
-	return []report.BenchConfig{
+	cfg := []report.BenchConfig{
 		{Key: "model", Value: o.Target.Model},
 		{Key: "target", Value: o.Target.Kind},
 		{Key: "image", Value: o.Target.Image},
@@ -101,6 +117,10 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 		{Key: "dataset", Value: p.Dataset.Name},
 		{Key: "scenario-sha", Value: p.SHA},
 	}
+	if o.Interrupted() {
+		cfg = append(cfg, report.BenchConfig{Key: "interrupted", Value: "true"})
+	}
+	return cfg
 }
 
 // BenchMetrics are the run's values in benchstat units.
