@@ -106,6 +106,7 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			RequestIDPrefix: prefix,
 			TraceArrivals:   l.TraceReplay,
 			TraceSpeed:      l.TraceSpeed,
+			WarmConnections: warmConnections(*l.WarmConnections),
 			Sampling: client.Sampling{
 				Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
 				FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty, RepetitionPenalty: s.RepetitionPenalty,
@@ -139,6 +140,14 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 	}
 	p.Info.TokenizerID = p.Tokenizer
 	return p
+}
+
+// warmConnections maps load.warm_connections onto the engine's count.
+func warmConnections(on bool) int {
+	if on {
+		return engine.WarmAuto
+	}
+	return 0
 }
 
 // Prepare loads the tokenizer and the dataset, once: Execute calls it, and

@@ -24,6 +24,10 @@ import (
 	"github.com/servegate/servegate/tokenizer"
 )
 
+// WarmAuto as Config.WarmConnections warms one connection per request that
+// can be in flight at once.
+const WarmAuto = -1
+
 // ErrMaxDuration is the cause a run stops with when Config.MaxDuration
 // runs out.
 var ErrMaxDuration = errors.New("maximum duration reached")
@@ -102,6 +106,13 @@ type Config struct {
 	Progress func(done, total int)
 	// HTTPClient sends the requests; nil builds one sized for the run.
 	HTTPClient *http.Client
+	// WarmConnections dials this many connections after the warm-up and
+	// before time zero, so that TTFT does not include connection set-up
+	// (client.Warmer). WarmAuto dials one per request that can be in
+	// flight at once (MaxConcurrency, else every request); 0 (vLLM's
+	// behaviour) dials none. At most client.MaxWarmConnections. Needs
+	// HTTPClient nil.
+	WarmConnections int
 	// SpinWindow is how long before each send time the dispatcher stops
 	// sleeping on a Go timer (up to about a millisecond late) and waits
 	// precisely: a thread sleep, then polling the clock for the last 100
@@ -151,7 +162,10 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	c := cfg.client()
+	c, warmer := cfg.client()
+	if warmer != nil {
+		defer warmer.Close()
+	}
 	first := cfg.request(samples[0], 0, "")
 	first.RequestID = ""
 	if cfg.ReadyTimeout > 0 {
@@ -165,6 +179,9 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		if err := profile(ctx, c.HTTP, cfg.BaseURL+"/start_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
+	}
+	if err := cfg.warm(ctx, warmer, len(samples)); err != nil {
+		res.Warnings = append(res.Warnings, err)
 	}
 	offsets := cfg.offsets(sched, samples)
 	reqs := make([]client.Request, len(samples))
@@ -231,6 +248,9 @@ func (cfg *Config) normalize() error {
 	if cfg.MaxConcurrency < 0 || cfg.NumWarmups < 0 {
 		return errors.New("max concurrency and warm-ups must not be negative")
 	}
+	if cfg.WarmConnections < WarmAuto || cfg.WarmConnections > client.MaxWarmConnections {
+		return fmt.Errorf("warm connections: %d is out of range (-1 for one per concurrent request, 0 to %d)", cfg.WarmConnections, client.MaxWarmConnections)
+	}
 	if cfg.TraceArrivals && cfg.RampUp != nil {
 		return errors.New("trace replay and ramp-up both set the arrival times; choose one")
 	}
@@ -254,11 +274,17 @@ func (cfg *Config) normalize() error {
 	return nil
 }
 
-// client builds the request client of the run.
-func (cfg *Config) client() *client.Client {
+// client builds the request client of the run, and its Warmer when the
+// run warms connections.
+func (cfg *Config) client() (*client.Client, *client.Warmer) {
 	h := cfg.HTTPClient
+	var w *client.Warmer
 	if h == nil {
-		h = client.NewHTTPClient(cfg.MaxConcurrency)
+		if cfg.WarmConnections != 0 {
+			h, w = client.NewWarmHTTPClient(cfg.MaxConcurrency)
+		} else {
+			h = client.NewHTTPClient(cfg.MaxConcurrency)
+		}
 	}
 	return &client.Client{
 		Backend:   cfg.Backend,
@@ -274,7 +300,23 @@ func (cfg *Config) client() *client.Client {
 		IgnoreEOS: cfg.IgnoreEOS,
 		ExtraBody: cfg.ExtraBody,
 		Headers:   cfg.Headers,
+	}, w
+}
+
+// warm dials the run's warm connections (see Config.WarmConnections).
+func (cfg *Config) warm(ctx context.Context, w *client.Warmer, requests int) error {
+	if w == nil {
+		return nil
 	}
+	n := cfg.WarmConnections
+	if n == WarmAuto {
+		n = requests
+		if cfg.MaxConcurrency > 0 {
+			n = min(n, cfg.MaxConcurrency)
+		}
+	}
+	_, err := w.Warm(ctx, cfg.BaseURL, min(n, client.MaxWarmConnections))
+	return err
 }
 
 // request turns sample i into a client request.

@@ -25,6 +25,8 @@ const (
 	DefaultStartTimeout = 10 * time.Minute
 	// defaultReadyTimeout is vLLM's --ready-check-timeout-sec.
 	defaultReadyTimeout = 600 * time.Second
+	// defaultWarmConnections opens the run's connections before it starts.
+	defaultWarmConnections = true
 	// defaultTraceSpeed replays a trace in real time.
 	defaultTraceSpeed = 1.0
 	// defaultPercentile is vLLM's default --metric-percentiles.
@@ -95,6 +97,10 @@ func (sc *Scenario) applyDefaults() {
 	if l.ReadyTimeout == nil {
 		rt := Duration(defaultReadyTimeout)
 		l.ReadyTimeout = &rt
+	}
+	if l.WarmConnections == nil {
+		warm := defaultWarmConnections
+		l.WarmConnections = &warm
 	}
 	if !p.has("load.trace_speed") {
 		l.TraceSpeed = defaultTraceSpeed

@@ -135,7 +135,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad name", "name: a b\n", `bad.yaml:1: name: "a b": use letters, digits, '.', '_' and '-' only, starting with a letter or digit`},
 		{"duplicate name", "- name: a\n- name: a\n", `bad.yaml:2: name: "a" is also the name of the scenario at line 1`},
 		{"unknown top-level key", "name: a\nrate: 3\n", "bad.yaml:2: rate: unknown key (known keys here: name, description, target, backend, endpoint, dataset, load, sampling, extra_body, headers, metrics, slo)"},
-		{"unknown nested key", "name: a\nload:\n  request_rate: 1\n  rps: 3\n", "bad.yaml:4: load.rps: unknown key (known keys here: request_rate, burstiness, ramp_up, max_concurrency, warmups, max_duration, request_timeout, ready_timeout, trace_replay, trace_speed)"},
+		{"unknown nested key", "name: a\nload:\n  request_rate: 1\n  rps: 3\n", "bad.yaml:4: load.rps: unknown key (known keys here: request_rate, burstiness, ramp_up, max_concurrency, warmups, max_duration, request_timeout, ready_timeout, trace_replay, trace_speed, warm_connections)"},
 		{"duplicate key", "name: a\nname: b\n", "bad.yaml:2: name: duplicate key"},
 		{"wrong type string", "name: a\nload:\n  request_rate: fast\n", `bad.yaml:3: load.request_rate: want a number, got string "fast"`},
 		{"wrong type int", "name: a\ndataset:\n  num_prompts: 1.5\n", "bad.yaml:3: dataset.num_prompts: want an integer, got number 1.5"},

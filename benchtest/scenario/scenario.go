@@ -164,6 +164,11 @@ type Load struct {
 	TraceReplay bool `yaml:"trace_replay"`
 	// TraceSpeed scales trace time: 2 replays twice as fast. Default 1.
 	TraceSpeed float64 `yaml:"trace_speed"`
+	// WarmConnections opens one connection per request that can be in
+	// flight at once before the run starts, so that TTFT does not include
+	// connection set-up (vllm bench serve opens them as it goes).
+	// Default true.
+	WarmConnections *bool `yaml:"warm_connections"`
 }
 
 // A RampUp moves the request rate between two values over the run.

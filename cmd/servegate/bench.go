@@ -11,8 +11,8 @@ import (
 
 const benchSummary = `Benchmark online serving throughput: a drop-in for 'vllm bench serve'.
 Flags, defaults, validation, the console report and result files are
-vLLM's; servegate adds --scenario, --target, --report, --progress and
---no-plot.`
+vLLM's; servegate adds --scenario, --target, --report, --progress,
+--no-plot, --warm-connections, --request-timeout-sec and --max-duration-sec.`
 
 // parseBench parses and validates the bench command line. With
 // --scenario the scenario supplies the model and the other keys, so only

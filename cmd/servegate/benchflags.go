@@ -116,6 +116,7 @@ type benchArgs struct {
 	NoPlot            bool
 	RequestTimeoutSec float64
 	MaxDurationSec    float64
+	WarmConnections   bool
 }
 
 const (
@@ -251,6 +252,7 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.boolVar(&a.Progress, "progress", g, "Show the progress bar even when output is not a terminal.")
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
+	p.boolVar(&a.WarmConnections, "warm-connections", g, "Open one connection per request that can be in flight at once (--max-concurrency, else every request; at most 4096) before the run starts, so that TTFT does not include connection set-up. vLLM opens connections as requests go out, which is the default here too; scenarios warm by default.")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
 }
 

@@ -169,6 +169,12 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 		info.MaxConcurrency = e.MaxConcurrency
 	})
 	set("num-warmups", func() { e.NumWarmups = a.NumWarmups })
+	set("warm-connections", func() {
+		e.WarmConnections = 0
+		if a.WarmConnections {
+			e.WarmConnections = engine.WarmAuto
+		}
+	})
 	set("ready-check-timeout-sec", func() { e.ReadyTimeout = time.Duration(a.ReadyCheckTimeoutSec) * time.Second })
 	set("request-timeout-sec", func() { e.RequestTimeout = time.Duration(a.RequestTimeoutSec * float64(time.Second)) })
 	set("max-duration-sec", func() { e.MaxDuration = time.Duration(a.MaxDurationSec * float64(time.Second)) })
