@@ -46,7 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	policyFile := fs.String("policy", "", "policy `file` (YAML); default: the built-in policy")
-	alpha := fs.Float64("alpha", 0, "significance level `α` (overrides the policy; default 0.05)")
+	alpha := fs.Float64("alpha", 0.05, "significance level `α`, in (0, 1) (overrides the policy's alpha when given)")
 	holm := fs.Bool("holm", false, "apply the Holm–Bonferroni correction across gated comparisons (or holm: true in the policy)")
 	format := fs.String("format", "text", "stdout `format`: text, markdown or json")
 	mdFile := fs.String("markdown", "", "also write the Markdown report to `file` (for $GITHUB_STEP_SUMMARY or a PR comment)")
@@ -98,7 +98,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	if *alpha != 0 {
+	alphaSet := false
+	fs.Visit(func(f *flag.Flag) { alphaSet = alphaSet || f.Name == "alpha" })
+	if alphaSet {
+		// 0 is no "default" here: at alpha 0 no change could ever be
+		// significant, so the gate would pass everything.
+		if !(*alpha > 0 && *alpha < 1) {
+			why := ""
+			if *alpha == 0 {
+				why = ": at alpha 0 no change is ever significant, so the gate would pass anything"
+			}
+			return fail(fmt.Errorf("-alpha %v: must be in (0, 1), such as 0.05%s", *alpha, why))
+		}
 		pol.Alpha = *alpha
 	}
 	pol.Holm = pol.Holm || *holm
