@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servegate/servegate/benchtest/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -265,4 +266,35 @@ func TestPolicyMessages(t *testing.T) {
 			assert.Equal(t, strings.ReplaceAll(tt.want, "FILE", file), stderr)
 		})
 	}
+}
+
+// TestRunMarkersFromWriter checks that the gate refuses what servegate's
+// writer marks (report.Interrupted, report.Invalid) under the same keys.
+func TestRunMarkersFromWriter(t *testing.T) {
+	assert.Equal(t, report.InterruptedKey, interruptedKey)
+	assert.Equal(t, report.InvalidKey, invalidKey)
+	dir := t.TempDir()
+	write := func(name string, marks map[int]report.BenchConfig) string {
+		var buf bytes.Buffer
+		w := report.NewBenchfmtWriter(&buf)
+		for i := range 6 {
+			cfg := []report.BenchConfig{{Key: "target", Value: "sim"}}
+			if m, ok := marks[i]; ok {
+				cfg = append(cfg, m)
+			}
+			ms := []report.BenchMetric{{Unit: "ttft-p99-sec", Value: 0.1 + 0.001*float64(i), Better: report.Lower}, {Unit: "fail-ratio", Value: 0, Better: report.Lower}}
+			require.NoError(t, w.WriteBenchfmtResult("Scenarios/scenario=a", 1, cfg, ms))
+		}
+		return writeText(t, dir, name, buf.String())
+	}
+	base := write("base.benchfmt", nil)
+	code, stdout, stderr := gateRun(t, base, write("clean.benchfmt", nil))
+	require.Equal(t, ExitPass, code, stdout+stderr)
+
+	head := write("head.benchfmt", map[int]report.BenchConfig{2: report.Interrupted(), 4: report.Invalid("wrong model")})
+	code, stdout, stderr = gateRun(t, base, head)
+	assert.Equal(t, ExitBadInput, code, stdout)
+	assert.Contains(t, stderr, "gate: refused: 2 result line(s)")
+	assert.Contains(t, stderr, "BenchmarkScenarios/scenario=a: run was interrupted (interrupted: true)\n")
+	assert.Contains(t, stderr, "BenchmarkScenarios/scenario=a: run is invalid (invalid: wrong model)\n")
 }

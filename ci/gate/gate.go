@@ -13,9 +13,14 @@
 // bad direction, and larger than the policy's tolerance.
 //
 // Inputs that cannot support a verdict are errors, never a silent pass:
-// unreadable files, benchmarks present on one side only, a policy unit no
+// unreadable files, NaN, infinite or negative-duration values anywhere,
+// result lines of runs marked interrupted or invalid, benchmarks present
+// on one side only, fewer head runs than base runs, a policy unit no
 // input reports, a unit with no known direction, and samples too small
-// for the U test to ever reach significance.
+// for the U test to ever reach significance. Head runs that report no
+// value of a gated unit (servegate writes none for a run with no
+// successful request) fail the gate rather than leave the survivors to be
+// compared; fail-ratio is gated by default.
 package gate
 
 import (

@@ -13,8 +13,8 @@ import (
 // Exit codes of Main.
 const (
 	ExitPass       = 0 // no gated unit regressed
-	ExitRegression = 1 // a gated unit regressed beyond its tolerance
-	ExitBadInput   = 2 // unreadable or mismatched inputs, bad flags or policy, too few runs
+	ExitRegression = 1 // a gated unit regressed beyond its tolerance, or head runs report no value of it
+	ExitBadInput   = 2 // unreadable, non-finite, refused or mismatched inputs, bad flags or policy, too few runs
 )
 
 const usage = `usage: servegate gate [flags] BASE HEAD
@@ -25,9 +25,11 @@ got significantly worse beyond its tolerance. BASE and HEAD are benchfmt
 files (go test -bench output or servegate result files) or directories
 of *.txt, *.bench and *.benchfmt files.
 
-Exit status: 0 pass, 1 regression, 2 bad input (unreadable or mismatched
-inputs, a policy unit no input reports, too few runs to ever detect a
-change).
+Exit status: 0 pass, 1 regression (head runs that report no value of a
+gated unit count as one), 2 bad input (unreadable or mismatched inputs, a
+NaN, an infinity or a negative duration, a run marked interrupted or
+invalid, fewer head runs than base, a policy unit no input reports, too
+few runs to ever detect a change). See ci/README.md for the rule.
 
 The default policy (print it with -print-policy):
 ` + DefaultPolicyYAML + `
