@@ -187,6 +187,8 @@ func TestManyBadValues(t *testing.T) {
 	dir := t.TempDir()
 	base := writeText(t, dir, "base.txt", servegateRuns(6, 0.1, 0))
 	head := writeText(t, dir, "head.txt", strings.Repeat("BenchmarkScenarios/scenario=a 1 NaN ttft-p99-sec 0 fail-ratio\n", 1000))
+	_, err := read([]string{base}, []string{head}, "", "")
+	require.Error(t, err, "read must refuse the values before any statistics")
 	code, _, stderr := gateRun(t, base, head)
 	assert.Equal(t, ExitBadInput, code)
 	assert.Equal(t, maxRejectsShown+2, strings.Count(stderr, "\n"), stderr)
