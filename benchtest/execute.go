@@ -64,9 +64,27 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 	}
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
 	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum}
-	o.lookup = scenario.WithDerived(sum.Value)
+	o.lookup = scenario.WithDerived(measured(sum))
 	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
+}
+
+// measured looks up the summary's values for SLO checks and benchfmt. A
+// run with no successful request measured no latency, throughput or
+// goodput (the summary holds zeros there), so only its counts are found:
+// a bound such as p99_ttft_ms <= 500 then reads MISSING and fails instead
+// of passing on a 0.
+func measured(sum *metrics.Summary) func(string) (float64, bool) {
+	if sum.Completed > 0 {
+		return sum.Value
+	}
+	return func(name string) (float64, bool) {
+		switch name {
+		case "completed", "failed", "failure_ratio", "duration":
+			return sum.Value(name)
+		}
+		return 0, false
+	}
 }
 
 // RunInfo is the result JSON's header: the plan's, with the run's date
@@ -118,7 +136,7 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 		{Key: "scenario-sha", Value: p.SHA},
 	}
 	if o.Interrupted() {
-		cfg = append(cfg, report.BenchConfig{Key: "interrupted", Value: "true"})
+		cfg = append(cfg, report.Interrupted())
 	}
 	return cfg
 }
