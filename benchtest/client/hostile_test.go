@@ -2,6 +2,9 @@ package client_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,5 +80,32 @@ func BenchmarkHostileRSS(b *testing.B) {
 				b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
 			}
 		})
+	}
+}
+
+// TestMaxLineBytes: the line cap can be raised past a long line, and it
+// bounds a pooling body at PoolingBodyFactor caps.
+func TestMaxLineBytes(t *testing.T) {
+	base := hostile.GiantLine(4<<20, 1).Start(t)
+	c := &client.Client{Backend: client.BackendOpenAI, URL: base + "/v1/completions", Model: "m", MaxLineBytes: 5 << 20}
+	rec := c.Do(context.Background(), hostileRequest)
+	if !rec.Success || len(rec.GeneratedText) != 4<<20 {
+		t.Errorf("raised cap: success %v (%s), %d text bytes, want 4 MiB", rec.Success, rec.Error, len(rec.GeneratedText))
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":[{"embedding":[`+strings.Repeat("0.5,", 20_000)+`0.5]}],"usage":{"prompt_tokens":3}}`)
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		limit int
+		want  metrics.FailureKind
+	}{{1 << 10, metrics.FailureLineTooLong}, {2 << 10, metrics.FailureNone}} {
+		c := &client.Client{Backend: client.BackendOpenAIEmbeddings, URL: srv.URL + "/v1/embeddings", Model: "m", MaxLineBytes: tt.limit}
+		rec := c.Do(context.Background(), client.Request{Prompt: "x"})
+		if rec.Failure != tt.want {
+			t.Errorf("pooling body of 80 kB with line cap %d: failure %q (%s), want %q", tt.limit, rec.Failure, rec.Error, tt.want)
+		}
 	}
 }
