@@ -270,7 +270,7 @@ func (s Spec) validate() error {
 	case s.Random.BatchSize < 1:
 		return fmt.Errorf("batch size %d must be at least 1", s.Random.BatchSize)
 	}
-	return nil
+	return s.checkLimits()
 }
 
 // openAICompatible are the backends vLLM sends through its OpenAI
