@@ -128,6 +128,10 @@ func TestParseErrors(t *testing.T) {
 		name, src, want string
 	}{
 		{"yaml syntax", "name: a\n  bad: [\n", "bad.yaml:2: invalid YAML: mapping values are not allowed in this context"},
+		{"yaml list item in a mapping", "name: a\n- b\n", "bad.yaml:2: invalid YAML: did not find expected key"},
+		{"yaml bad indent", "name: a\nload:\n  warmups: 1\n max_concurrency: 2\n", "bad.yaml:4: invalid YAML: did not find expected key"},
+		{"yaml unclosed flow mapping", "name: a\nload: {warmups: 1\nx: 2\n", "bad.yaml:2: invalid YAML: did not find expected ',' or '}'"},
+		{"yaml tab", "name: a\nload:\n\twarmups: 3\n", "bad.yaml:3: invalid YAML: found character that cannot start any token"},
 		{"empty file", "# nothing\n", "bad.yaml: no scenario in the file"},
 		{"not a mapping", "42\n", "bad.yaml:1: want a scenario (a mapping) or a list of scenarios, got number 42"},
 		{"list item not a mapping", "- name: a\n- 3\n", "bad.yaml:2: [1]: want a scenario (a mapping), got number 3"},
