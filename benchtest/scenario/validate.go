@@ -6,7 +6,12 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/engine"
 )
 
 var (
@@ -26,7 +31,7 @@ var goodputDependent = []string{"request_goodput", "goodput_ratio"}
 // validate checks every value the run will use (defaults applied) and
 // returns the first problem, naming file, line and field.
 func (sc *Scenario) validate() error {
-	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO}
+	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO, sc.validateLimits}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err
@@ -261,6 +266,118 @@ func (sc *Scenario) validateSLO() error {
 func checkPercentile(p float64) error {
 	if math.IsNaN(p) || p < 0 || p > 100 {
 		return fmt.Errorf("percentile must be in [0, 100], got %v", p)
+	}
+	return nil
+}
+
+// A numLimit is the largest value of one numeric key; docs/scenarios.md
+// lists every one (TestDocsListEveryLimit).
+type numLimit struct {
+	key string
+	// over is true when the value passes the limit; value and shown are
+	// the value and the limit as the error and the docs write them.
+	over         bool
+	value, shown string
+}
+
+func intLimit(key string, v, max int) numLimit {
+	return numLimit{key, v > max, strconv.Itoa(v), strconv.Itoa(max)}
+}
+
+func durLimit(key string, v Duration, max time.Duration) numLimit {
+	return numLimit{key, v.D() > max, v.D().String(), max.String()}
+}
+
+func floatLimit(key string, v *float64, max float64) numLimit {
+	l := numLimit{key: key, shown: strconv.FormatFloat(max, 'f', -1, 64)}
+	if v != nil {
+		l.over, l.value = !(*v <= max), strconv.FormatFloat(*v, 'g', -1, 64)
+	}
+	return l
+}
+
+// Limits on sampling values, which only the server uses: wide enough for
+// any server, narrow enough to catch a typing slip.
+const (
+	maxTemperature = 100
+	maxPenalty     = 100
+	maxTopK        = dataset.MaxLen
+	maxGoodputMs   = float64(engine.MaxTimeout / time.Millisecond)
+)
+
+// numLimits lists every numeric key with an upper limit and its value in
+// sc (0 when unset). Keys with only a range (percentiles, range_ratio,
+// top_p, min_p) or no bound by nature (rates, seed) are checked elsewhere.
+func (sc *Scenario) numLimits() []numLimit {
+	d, l, s := sc.Dataset, sc.Load, sc.Sampling
+	var topK int
+	if s.TopK != nil {
+		topK = *s.TopK
+	}
+	ready := Duration(0)
+	if l.ReadyTimeout != nil {
+		ready = *l.ReadyTimeout
+	}
+	lims := []numLimit{
+		durLimit("target.start_timeout", sc.Target.StartTimeout, engine.MaxTimeout),
+		intLimit("dataset.num_prompts", d.NumPrompts, dataset.MaxNumPrompts),
+		intLimit("dataset.input_len", d.InputLen, dataset.MaxLen),
+		intLimit("dataset.output_len", d.OutputLen, dataset.MaxLen),
+		intLimit("dataset.prefix_len", d.PrefixLen, dataset.MaxLen),
+		intLimit("dataset.suffix_len", d.SuffixLen, dataset.MaxLen),
+		intLimit("dataset.num_prefixes", d.NumPrefixes, dataset.MaxNumPrefixes),
+		intLimit("load.max_concurrency", l.MaxConcurrency, engine.MaxConcurrencyLimit),
+		intLimit("load.warmups", l.Warmups, engine.MaxWarmups),
+		durLimit("load.max_duration", l.MaxDuration, engine.MaxTimeout),
+		durLimit("load.request_timeout", l.RequestTimeout, engine.MaxTimeout),
+		durLimit("load.ready_timeout", ready, engine.MaxTimeout),
+		floatLimit("sampling.temperature", s.Temperature, maxTemperature),
+		intLimit("sampling.top_k", topK, maxTopK),
+		floatLimit("sampling.repetition_penalty", s.RepetitionPenalty, maxPenalty),
+		floatLimit("sampling.frequency_penalty", s.FrequencyPenalty, 2),
+		floatLimit("sampling.presence_penalty", s.PresencePenalty, 2),
+	}
+	for _, k := range goodputMetrics {
+		v, ok := sc.SLO.Goodput[k]
+		l := floatLimit("slo.goodput."+k, &v, maxGoodputMs)
+		l.over = ok && l.over
+		lims = append(lims, l)
+	}
+	return lims
+}
+
+// validateLimits checks every numeric key against its limit, and the
+// dataset's total prompt tokens against dataset.MaxTotalTokens.
+func (sc *Scenario) validateLimits() error {
+	for _, l := range sc.numLimits() {
+		if l.over {
+			return sc.errorf(l.key, "%s is over the maximum %s", l.value, l.shown)
+		}
+	}
+	pens := []struct {
+		key string
+		v   *float64
+	}{{"sampling.frequency_penalty", sc.Sampling.FrequencyPenalty}, {"sampling.presence_penalty", sc.Sampling.PresencePenalty}}
+	for _, p := range pens {
+		if p.v != nil && !(*p.v >= -2) {
+			return sc.errorf(p.key, "must be in [-2, 2], got %v", *p.v)
+		}
+	}
+	for i, b := range sc.SLO.Bounds {
+		if math.IsInf(b.Value, 0) {
+			return sc.errorf(fmt.Sprintf("slo.bounds[%d]", i), "bound %v must be a finite number", b.Value)
+		}
+	}
+	d := sc.Dataset
+	per := 0
+	switch d.Name {
+	case "random", "random-rerank":
+		per = int(float64(d.InputLen)*(1+d.RangeRatio)) + 1 + d.PrefixLen
+	case "prefix_repetition":
+		per = d.PrefixLen + d.SuffixLen
+	}
+	if total := d.NumPrompts * per; total > dataset.MaxTotalTokens {
+		return sc.errorf("dataset.num_prompts", "%d prompts of up to %d tokens are %d prompt tokens, over the maximum %d; lower num_prompts or input_len", d.NumPrompts, per, total, dataset.MaxTotalTokens)
 	}
 	return nil
 }
