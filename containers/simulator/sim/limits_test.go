@@ -55,3 +55,33 @@ func TestReadmeListsKnobMaxima(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestBounds: a request that asks for too much is a quick 400, as
+// vLLM would answer a request past its context (n=1e6 and a 25 MB prompt
+// used to tie the simulator up for tens of seconds at up to 1.9 GB).
+func TestRequestBounds(t *testing.T) {
+	p := testParams()
+	_, base := start(t, Config{Params: &p})
+	huge := strings.Repeat("lorem ipsum ", 25<<20/12)
+	n := completionBody("Hello", 4, false)
+	n["n"], n["temperature"] = 1_000_000, 0.8
+	cases := []struct {
+		name, path string
+		body       any
+		want       string
+	}{
+		{"n=1e6", "/v1/completions", n, "n must be at most 1024, got 1000000."},
+		{"25 MB prompt", "/v1/completions", completionBody(huge, 4, false), "The request body is over 1310720 bytes"},
+		{"25 MB chat message", "/v1/chat/completions", map[string]any{"model": "sim-test", "messages": []any{map[string]any{"role": "user", "content": huge}}}, "The request body is over 1310720 bytes"},
+		{"5 MB embedding input", "/v1/embeddings", map[string]any{"model": "sim-test", "input": huge[:5<<20]}, "your request has an input of 5242880 bytes"},
+		{"rerank query times documents", "/v1/rerank", map[string]any{"model": "sim-test", "query": huge[:1<<16], "documents": strings.Split(strings.Repeat("d,", 100), ",")}, "your request has an input of"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := post(t.Context(), base+c.path, c.body, nil)
+			require.NoError(t, r.err)
+			assert.Equal(t, 400, r.status)
+			assert.Contains(t, string(r.body), c.want)
+		})
+	}
+}
