@@ -43,7 +43,7 @@ func TestDocsListEveryLimit(t *testing.T) {
 	require.NoError(t, err)
 	scs, err := Parse("", []byte("name: a\n"))
 	require.NoError(t, err)
-	for _, l := range scs[0].numLimits() {
-		assert.Contains(t, string(doc), "| `"+l.key+"` | "+l.shown+" |", "docs/scenarios.md does not list the limit of %s", l.key)
+	for _, c := range scs[0].numLimits() {
+		assert.Contains(t, string(doc), "| `"+c.Name+"` | "+c.Max+" |", "docs/scenarios.md does not list the limit of %s", c.Name)
 	}
 }

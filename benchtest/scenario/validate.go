@@ -6,12 +6,12 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/internal/limit"
 )
 
 var (
@@ -270,32 +270,6 @@ func checkPercentile(p float64) error {
 	return nil
 }
 
-// A numLimit is the largest value of one numeric key; docs/scenarios.md
-// lists every one (TestDocsListEveryLimit).
-type numLimit struct {
-	key string
-	// over is true when the value passes the limit; value and shown are
-	// the value and the limit as the error and the docs write them.
-	over         bool
-	value, shown string
-}
-
-func intLimit(key string, v, max int) numLimit {
-	return numLimit{key, v > max, strconv.Itoa(v), strconv.Itoa(max)}
-}
-
-func durLimit(key string, v Duration, max time.Duration) numLimit {
-	return numLimit{key, v.D() > max, v.D().String(), max.String()}
-}
-
-func floatLimit(key string, v *float64, max float64) numLimit {
-	l := numLimit{key: key, shown: strconv.FormatFloat(max, 'f', -1, 64)}
-	if v != nil {
-		l.over, l.value = !(*v <= max), strconv.FormatFloat(*v, 'g', -1, 64)
-	}
-	return l
-}
-
 // Limits on sampling values, which only the server uses: wide enough for
 // any server, narrow enough to catch a typing slip.
 const (
@@ -305,10 +279,11 @@ const (
 	maxGoodputMs   = float64(engine.MaxTimeout / time.Millisecond)
 )
 
-// numLimits lists every numeric key with an upper limit and its value in
-// sc (0 when unset). Keys with only a range (percentiles, range_ratio,
-// top_p, min_p) or no bound by nature (rates, seed) are checked elsewhere.
-func (sc *Scenario) numLimits() []numLimit {
+// numLimits checks every numeric key with a maximum; docs/scenarios.md
+// lists them all (TestDocsListEveryLimit). Keys with only a range
+// (percentiles, range_ratio, top_p, min_p) or no bound by nature (rates,
+// seed) are checked elsewhere.
+func (sc *Scenario) numLimits() []limit.Check {
 	d, l, s := sc.Dataset, sc.Load, sc.Sampling
 	var topK int
 	if s.TopK != nil {
@@ -318,41 +293,40 @@ func (sc *Scenario) numLimits() []numLimit {
 	if l.ReadyTimeout != nil {
 		ready = *l.ReadyTimeout
 	}
-	lims := []numLimit{
-		durLimit("target.start_timeout", sc.Target.StartTimeout, engine.MaxTimeout),
-		intLimit("dataset.num_prompts", d.NumPrompts, dataset.MaxNumPrompts),
-		intLimit("dataset.input_len", d.InputLen, dataset.MaxLen),
-		intLimit("dataset.output_len", d.OutputLen, dataset.MaxLen),
-		intLimit("dataset.prefix_len", d.PrefixLen, dataset.MaxLen),
-		intLimit("dataset.suffix_len", d.SuffixLen, dataset.MaxLen),
-		intLimit("dataset.num_prefixes", d.NumPrefixes, dataset.MaxNumPrefixes),
-		intLimit("load.max_concurrency", l.MaxConcurrency, engine.MaxConcurrencyLimit),
-		intLimit("load.warmups", l.Warmups, engine.MaxWarmups),
-		durLimit("load.max_duration", l.MaxDuration, engine.MaxTimeout),
-		durLimit("load.request_timeout", l.RequestTimeout, engine.MaxTimeout),
-		durLimit("load.ready_timeout", ready, engine.MaxTimeout),
-		floatLimit("sampling.temperature", s.Temperature, maxTemperature),
-		intLimit("sampling.top_k", topK, maxTopK),
-		floatLimit("sampling.repetition_penalty", s.RepetitionPenalty, maxPenalty),
-		floatLimit("sampling.frequency_penalty", s.FrequencyPenalty, 2),
-		floatLimit("sampling.presence_penalty", s.PresencePenalty, 2),
+	checks := []limit.Check{
+		limit.Duration("target.start_timeout", sc.Target.StartTimeout.D(), engine.MaxTimeout),
+		limit.Int("dataset.num_prompts", d.NumPrompts, dataset.MaxNumPrompts),
+		limit.Int("dataset.input_len", d.InputLen, dataset.MaxLen),
+		limit.Int("dataset.output_len", d.OutputLen, dataset.MaxLen),
+		limit.Int("dataset.prefix_len", d.PrefixLen, dataset.MaxLen),
+		limit.Int("dataset.suffix_len", d.SuffixLen, dataset.MaxLen),
+		limit.Int("dataset.num_prefixes", d.NumPrefixes, dataset.MaxNumPrefixes),
+		limit.Int("load.max_concurrency", l.MaxConcurrency, engine.MaxConcurrencyLimit),
+		limit.Int("load.warmups", l.Warmups, engine.MaxWarmups),
+		limit.Duration("load.max_duration", l.MaxDuration.D(), engine.MaxTimeout),
+		limit.Duration("load.request_timeout", l.RequestTimeout.D(), engine.MaxTimeout),
+		limit.Duration("load.ready_timeout", ready.D(), engine.MaxTimeout),
+		limit.Float("sampling.temperature", s.Temperature, maxTemperature),
+		limit.Int("sampling.top_k", topK, maxTopK),
+		limit.Float("sampling.repetition_penalty", s.RepetitionPenalty, maxPenalty),
+		limit.Float("sampling.frequency_penalty", s.FrequencyPenalty, 2),
+		limit.Float("sampling.presence_penalty", s.PresencePenalty, 2),
 	}
 	for _, k := range goodputMetrics {
-		v, ok := sc.SLO.Goodput[k]
-		l := floatLimit("slo.goodput."+k, &v, maxGoodputMs)
-		l.over = ok && l.over
-		lims = append(lims, l)
+		var v *float64
+		if x, ok := sc.SLO.Goodput[k]; ok {
+			v = &x
+		}
+		checks = append(checks, limit.Float("slo.goodput."+k, v, maxGoodputMs))
 	}
-	return lims
+	return checks
 }
 
 // validateLimits checks every numeric key against its limit, and the
 // dataset's total prompt tokens against dataset.MaxTotalTokens.
 func (sc *Scenario) validateLimits() error {
-	for _, l := range sc.numLimits() {
-		if l.over {
-			return sc.errorf(l.key, "%s is over the maximum %s", l.value, l.shown)
-		}
+	if c, over := limit.FirstOver(sc.numLimits()); over {
+		return sc.errorf(c.Name, "%s is over the maximum %s", c.Value, c.Max)
 	}
 	pens := []struct {
 		key string

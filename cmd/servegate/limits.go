@@ -3,40 +3,14 @@ package main
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/internal/limit"
 )
 
-// A flagLimit is the largest value of one numeric bench flag. The owning
-// packages (dataset, engine) enforce the same limits on what the flags
-// become; checking here first names the flag, and keeps a seconds flag
-// from overflowing its time.Duration. docs/scenarios.md lists them.
-type flagLimit struct {
-	flag string
-	// over is true when the value passes the limit; value and max are
-	// written as the error shows them.
-	over       bool
-	value, max string
-}
-
-func intFlag(flag string, v, max int) flagLimit {
-	return flagLimit{flag, v > max, strconv.Itoa(v), strconv.Itoa(max)}
-}
-
-func floatFlag(flag string, v, max float64) flagLimit {
-	return flagLimit{flag, !(v <= max), strconv.FormatFloat(v, 'g', -1, 64), strconv.FormatFloat(max, 'f', -1, 64)}
-}
-
+// optInt is an optional flag's value, 0 when unset.
 func optInt(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func optFloat(p *float64) float64 {
 	if p == nil {
 		return 0
 	}
@@ -46,9 +20,13 @@ func optFloat(p *float64) float64 {
 // maxSeconds is engine.MaxTimeout in seconds.
 var maxSeconds = engine.MaxTimeout.Seconds()
 
-func flagLimits(a *benchArgs) []flagLimit {
-	n := intFlag
-	return []flagLimit{
+// flagLimits checks every numeric bench flag with a maximum. The owning
+// packages (dataset, engine) enforce the same maxima on what the flags
+// become; checking here first names the flag, and keeps a seconds flag
+// from overflowing its time.Duration. docs/scenarios.md lists them.
+func flagLimits(a *benchArgs) []limit.Check {
+	n := limit.Int
+	return []limit.Check{
 		n("num-prompts", a.NumPrompts, dataset.MaxNumPrompts),
 		n("random-input-len", a.RandomInputLen, dataset.MaxLen),
 		n("random-output-len", a.RandomOutputLen, dataset.MaxLen),
@@ -74,21 +52,19 @@ func flagLimits(a *benchArgs) []flagLimit {
 		n("logprobs", optInt(a.Logprobs), 1<<10),
 		n("port", a.Port, math.MaxUint16),
 		n("ready-check-timeout-sec", a.ReadyCheckTimeoutSec, int(maxSeconds)),
-		floatFlag("request-timeout-sec", a.RequestTimeoutSec, maxSeconds),
-		floatFlag("max-duration-sec", a.MaxDurationSec, maxSeconds),
-		floatFlag("temperature", optFloat(a.Temperature), 100),
-		floatFlag("repetition-penalty", optFloat(a.RepetitionPenalty), 100),
-		floatFlag("frequency-penalty", optFloat(a.FrequencyPenalty), 2),
-		floatFlag("presence-penalty", optFloat(a.PresencePenalty), 2),
+		limit.Float("request-timeout-sec", &a.RequestTimeoutSec, maxSeconds),
+		limit.Float("max-duration-sec", &a.MaxDurationSec, maxSeconds),
+		limit.Float("temperature", a.Temperature, 100),
+		limit.Float("repetition-penalty", a.RepetitionPenalty, 100),
+		limit.Float("frequency-penalty", a.FrequencyPenalty, 2),
+		limit.Float("presence-penalty", a.PresencePenalty, 2),
 	}
 }
 
 // checkFlagLimits returns an error naming the first flag past its limit.
 func checkFlagLimits(a *benchArgs) error {
-	for _, l := range flagLimits(a) {
-		if l.over {
-			return fmt.Errorf("--%s %s is over the maximum %s", l.flag, l.value, l.max)
-		}
+	if c, over := limit.FirstOver(flagLimits(a)); over {
+		return fmt.Errorf("--%s %s is over the maximum %s", c.Name, c.Value, c.Max)
 	}
 	return nil
 }

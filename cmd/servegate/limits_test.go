@@ -38,7 +38,7 @@ func TestBenchFlagLimits(t *testing.T) {
 func TestDocsListEveryFlagLimit(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/scenarios.md")
 	require.NoError(t, err)
-	for _, l := range flagLimits(&benchArgs{}) {
-		assert.Contains(t, string(doc), "| "+l.max+" | `--"+l.flag+"` |", "docs/scenarios.md does not list the limit of --%s", l.flag)
+	for _, c := range flagLimits(&benchArgs{}) {
+		assert.Contains(t, string(doc), "| "+c.Max+" | `--"+c.Name+"` |", "docs/scenarios.md does not list the limit of --%s", c.Name)
 	}
 }
