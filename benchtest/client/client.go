@@ -109,9 +109,9 @@ func (s Sampling) params() map[string]any {
 
 // Limits on what a server may send. Memory per streamed request is
 // bounded by the read buffer (at most the line cap), the event data (at
-// most the line cap), the generated text (at most MaxTokenBytes a token of
-// the output cap, and at least the line cap) and the timings (8 bytes an
-// output chunk, at most the output cap).
+// most the line cap), the generated text (MaxTokenBytes a token of the
+// output cap, at most MaxTextBytes, and at least the line cap) and the
+// timings (8 bytes an output chunk, at most the output cap).
 const (
 	// DefaultMaxLineBytes is the line cap when Client.MaxLineBytes is 0.
 	DefaultMaxLineBytes = 1 << 20
@@ -127,6 +127,9 @@ const (
 	// MaxTokenBytes is the generated text allowed per token of the output
 	// cap: more than any vocabulary's longest token.
 	MaxTokenBytes = 256
+	// MaxTextBytes caps the generated text of one request whatever
+	// max_tokens says (unless the line cap is larger).
+	MaxTextBytes = 64 << 20
 	// unboundedOutput is the output cap of a request without max_tokens.
 	unboundedOutput = 1 << 20
 )

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -41,14 +42,20 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // as the JSON result would write it anyway.
 func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, outCap int) {
 	if isJSON(resp.Header.Get("Content-Type")) {
-		c.readJSONAnswer(ctx, rctx, resp, rec)
-		return
+		// Some proxies label an event stream as JSON: look before judging.
+		br := bufio.NewReaderSize(resp.Body, 64)
+		head, _ := br.Peek(16)
+		resp.Body = readCloser{br, resp.Body}
+		if !isSSE(head) {
+			c.readJSONAnswer(ctx, rctx, resp, rec)
+			return
+		}
 	}
 	bufs := c.bufPool.Get().(*streamBufs)
 	defer c.bufPool.Put(bufs)
 	limit := c.lineLimit()
 	sse := newSSEReader(resp.Body, c.now, bufs.read, limit)
-	textCap := max(limit, outCap*MaxTokenBytes)
+	textCap := max(limit, min(outCap*MaxTokenBytes, MaxTextBytes))
 	chat := c.Backend == BackendOpenAIChat
 	var (
 		text       = bufs.text[:0]
@@ -176,6 +183,23 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 // isJSON reports whether a Content-Type is JSON's.
 func isJSON(contentType string) bool {
 	return strings.HasPrefix(contentType, "application/json")
+}
+
+// isSSE reports whether a body starting with head is an event stream.
+func isSSE(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	for _, p := range []string{"data:", "event:", ":", "id:", "retry:"} {
+		if bytes.HasPrefix(head, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// A readCloser reads through a buffer and closes the body under it.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // readJSONAnswer fails a streamed request answered with a JSON body: the

@@ -1,7 +1,7 @@
 // Package hostile serves misbehaving OpenAI-compatible completion streams
 // over real loopback HTTP, for tests of anything that reads them: a giant
 // line, an endless stream, events split at every byte, headers trickled
-// slowly, invalid UTF-8, a wrong content type, an HTTP/1.0 close-delimited
+// slowly, invalid UTF-8, wrong content types, an HTTP/1.0 close-delimited
 // body, a 200 answer holding an error, and usage counts that disagree with
 // the chunks. Each Case carries the record the servegate client must
 // produce for it when it sends a completions request with max_tokens
@@ -138,6 +138,16 @@ func Cases() []Case {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html; charset=utf-8")
 				_, _ = io.WriteString(w, "<html><body><h1>Welcome to nginx!</h1></body></html>\n")
+			},
+		},
+		{
+			// A proxy that labels the event stream as JSON: the client
+			// looks at the body, as vLLM's client never looks at the type.
+			Name: "sse-labelled-json",
+			Want: Want{Success: true, OutputTokens: 6, Chunks: 6, Text: text},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(Stream(words, 6))
 			},
 		},
 		{
