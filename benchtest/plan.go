@@ -107,6 +107,7 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			TraceArrivals:   l.TraceReplay,
 			TraceSpeed:      l.TraceSpeed,
 			WarmConnections: warmConnections(*l.WarmConnections),
+			MaxLineBytes:    l.MaxLineBytes,
 			Sampling: client.Sampling{
 				Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
 				FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty, RepetitionPenalty: s.RepetitionPenalty,

@@ -278,7 +278,7 @@ func (s Spec) validate() error {
 	case s.Random.BatchSize < 1:
 		return fmt.Errorf("batch size %d must be at least 1", s.Random.BatchSize)
 	}
-	return nil
+	return s.checkLimits()
 }
 
 // ForcesIgnoreEOS reports whether vLLM forces ignore_eos for this dataset and

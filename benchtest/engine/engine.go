@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,18 @@ const WarmAuto = -1
 // ErrMaxDuration is the cause a run stops with when Config.MaxDuration
 // runs out.
 var ErrMaxDuration = errors.New("maximum duration reached")
+
+// Limits on a Config's numbers, far above any real run: Run rejects a
+// value past them, naming it, before sending anything.
+const (
+	// MaxWarmups is the most warm-up requests (NumWarmups).
+	MaxWarmups = 10_000
+	// MaxConcurrencyLimit is the largest MaxConcurrency.
+	MaxConcurrencyLimit = 100_000
+	// MaxTimeout is the longest ReadyTimeout, ReadyInterval,
+	// RequestTimeout and MaxDuration.
+	MaxTimeout = 7 * 24 * time.Hour
+)
 
 // A Config describes one benchmark run. The zero value of every field but
 // BaseURL and Model works.
@@ -113,6 +126,10 @@ type Config struct {
 	// behaviour) dials none. At most client.MaxWarmConnections. Needs
 	// HTTPClient nil.
 	WarmConnections int
+	// MaxLineBytes caps one SSE line or event the server sends; past it
+	// the request fails as line_too_long. 0 means 1 MiB; at most
+	// client.MaxLineBytesLimit (1 GiB).
+	MaxLineBytes int
 	// SpinWindow is how long before each send time the dispatcher stops
 	// sleeping on a Go timer (up to about a millisecond late) and waits
 	// precisely: a thread sleep, then polling the clock for the last 100
@@ -239,6 +256,9 @@ func (cfg *Config) normalize() error {
 	if cfg.BaseURL == "" {
 		return errors.New("no base URL")
 	}
+	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q: want http://host:port or https://host:port", cfg.BaseURL)
+	}
 	if cfg.Model == "" {
 		return errors.New("no model")
 	}
@@ -250,6 +270,9 @@ func (cfg *Config) normalize() error {
 	}
 	if cfg.WarmConnections < WarmAuto || cfg.WarmConnections > client.MaxWarmConnections {
 		return fmt.Errorf("warm connections: %d is out of range (-1 for one per concurrent request, 0 to %d)", cfg.WarmConnections, client.MaxWarmConnections)
+	}
+	if err := cfg.checkLimits(); err != nil {
+		return err
 	}
 	if cfg.TraceArrivals && cfg.RampUp != nil {
 		return errors.New("trace replay and ramp-up both set the arrival times; choose one")
@@ -270,6 +293,39 @@ func (cfg *Config) normalize() error {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		cfg.RequestIDPrefix = "bench-" + hex.EncodeToString(b[:]) + "-"
+	}
+	return nil
+}
+
+// checkLimits checks the numbers against the limits above.
+func (cfg *Config) checkLimits() error {
+	ints := []struct {
+		name     string
+		v, limit int
+	}{
+		{"warm-ups", cfg.NumWarmups, MaxWarmups},
+		{"max concurrency", cfg.MaxConcurrency, MaxConcurrencyLimit},
+		{"max line bytes", cfg.MaxLineBytes, client.MaxLineBytesLimit},
+	}
+	for _, i := range ints {
+		if i.v > i.limit {
+			return fmt.Errorf("%s %d is over the maximum %d", i.name, i.v, i.limit)
+		}
+	}
+	if cfg.MaxLineBytes < 0 {
+		return fmt.Errorf("max line bytes must not be negative, got %d", cfg.MaxLineBytes)
+	}
+	durs := []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ready timeout", cfg.ReadyTimeout}, {"ready interval", cfg.ReadyInterval},
+		{"request timeout", cfg.RequestTimeout}, {"max duration", cfg.MaxDuration},
+	}
+	for _, d := range durs {
+		if d.v > MaxTimeout {
+			return fmt.Errorf("%s %v is over the maximum %v", d.name, d.v, MaxTimeout)
+		}
 	}
 	return nil
 }
@@ -300,6 +356,8 @@ func (cfg *Config) client() (*client.Client, *client.Warmer) {
 		IgnoreEOS: cfg.IgnoreEOS,
 		ExtraBody: cfg.ExtraBody,
 		Headers:   cfg.Headers,
+
+		MaxLineBytes: cfg.MaxLineBytes,
 	}, w
 }
 

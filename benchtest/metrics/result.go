@@ -204,7 +204,7 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 			s.setStats(&o, m)
 		}
 		o.set("failure_ratio", must(s.Value("failure_ratio")))
-		for _, k := range []FailureKind{FailureHTTPStatus, FailureStream, FailureTimeout, FailureTransport, FailureCanceled} {
+		for _, k := range FailureKinds {
 			o.set("failed_"+string(k), s.FailuresByKind[k])
 		}
 	}

@@ -169,6 +169,9 @@ type Load struct {
 	// connection set-up (vllm bench serve opens them as it goes).
 	// Default true.
 	WarmConnections *bool `yaml:"warm_connections"`
+	// MaxLineBytes caps one SSE line the server sends; past it the request
+	// fails as line_too_long. 0 (the default) means 1 MiB.
+	MaxLineBytes int `yaml:"max_line_bytes"`
 }
 
 // A RampUp moves the request rate between two values over the run.

@@ -7,9 +7,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/internal/limit"
 )
 
 var (
@@ -26,7 +29,7 @@ var goodputDependent = []string{"request_goodput", "goodput_ratio"}
 // validate checks every value the run will use (defaults applied) and
 // returns the first problem, naming file, line and field.
 func (sc *Scenario) validate() error {
-	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO}
+	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO, sc.validateLimits}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err
@@ -261,6 +264,93 @@ func (sc *Scenario) validateSLO() error {
 func checkPercentile(p float64) error {
 	if math.IsNaN(p) || p < 0 || p > 100 {
 		return fmt.Errorf("percentile must be in [0, 100], got %v", p)
+	}
+	return nil
+}
+
+// Limits on sampling values, which only the server uses: wide enough for
+// any server, narrow enough to catch a typing slip.
+const (
+	maxTemperature = 100
+	maxPenalty     = 100
+	maxTopK        = dataset.MaxLen
+	maxGoodputMs   = float64(engine.MaxTimeout / time.Millisecond)
+)
+
+// numLimits checks every numeric key with a maximum; docs/scenarios.md
+// lists them all (TestDocsListEveryLimit). Keys with only a range
+// (percentiles, range_ratio, top_p, min_p) or no bound by nature (rates,
+// seed) are checked elsewhere.
+func (sc *Scenario) numLimits() []limit.Check {
+	d, l, s := sc.Dataset, sc.Load, sc.Sampling
+	var topK int
+	if s.TopK != nil {
+		topK = *s.TopK
+	}
+	ready := Duration(0)
+	if l.ReadyTimeout != nil {
+		ready = *l.ReadyTimeout
+	}
+	checks := []limit.Check{
+		limit.Duration("target.start_timeout", sc.Target.StartTimeout.D(), engine.MaxTimeout),
+		limit.Int("dataset.num_prompts", d.NumPrompts, dataset.MaxNumPrompts),
+		limit.Int("dataset.input_len", d.InputLen, dataset.MaxLen),
+		limit.Int("dataset.output_len", d.OutputLen, dataset.MaxLen),
+		limit.Int("dataset.prefix_len", d.PrefixLen, dataset.MaxLen),
+		limit.Int("dataset.suffix_len", d.SuffixLen, dataset.MaxLen),
+		limit.Int("dataset.num_prefixes", d.NumPrefixes, dataset.MaxNumPrefixes),
+		limit.Int("load.max_concurrency", l.MaxConcurrency, engine.MaxConcurrencyLimit),
+		limit.Int("load.warmups", l.Warmups, engine.MaxWarmups),
+		limit.Int("load.max_line_bytes", l.MaxLineBytes, client.MaxLineBytesLimit),
+		limit.Duration("load.max_duration", l.MaxDuration.D(), engine.MaxTimeout),
+		limit.Duration("load.request_timeout", l.RequestTimeout.D(), engine.MaxTimeout),
+		limit.Duration("load.ready_timeout", ready.D(), engine.MaxTimeout),
+		limit.Float("sampling.temperature", s.Temperature, maxTemperature),
+		limit.Int("sampling.top_k", topK, maxTopK),
+		limit.Float("sampling.repetition_penalty", s.RepetitionPenalty, maxPenalty),
+		limit.Float("sampling.frequency_penalty", s.FrequencyPenalty, 2),
+		limit.Float("sampling.presence_penalty", s.PresencePenalty, 2),
+	}
+	for _, k := range goodputMetrics {
+		var v *float64
+		if x, ok := sc.SLO.Goodput[k]; ok {
+			v = &x
+		}
+		checks = append(checks, limit.Float("slo.goodput."+k, v, maxGoodputMs))
+	}
+	return checks
+}
+
+// validateLimits checks every numeric key against its limit, and the
+// dataset's total prompt tokens against dataset.MaxTotalTokens.
+func (sc *Scenario) validateLimits() error {
+	if c, over := limit.FirstOver(sc.numLimits()); over {
+		return sc.errorf(c.Name, "%s is over the maximum %s", c.Value, c.Max)
+	}
+	pens := []struct {
+		key string
+		v   *float64
+	}{{"sampling.frequency_penalty", sc.Sampling.FrequencyPenalty}, {"sampling.presence_penalty", sc.Sampling.PresencePenalty}}
+	for _, p := range pens {
+		if p.v != nil && !(*p.v >= -2) {
+			return sc.errorf(p.key, "must be in [-2, 2], got %v", *p.v)
+		}
+	}
+	for i, b := range sc.SLO.Bounds {
+		if math.IsInf(b.Value, 0) {
+			return sc.errorf(fmt.Sprintf("slo.bounds[%d]", i), "bound %v must be a finite number", b.Value)
+		}
+	}
+	d := sc.Dataset
+	per := 0
+	switch d.Name {
+	case "random", "random-rerank":
+		per = int(float64(d.InputLen)*(1+d.RangeRatio)) + 1 + d.PrefixLen
+	case "prefix_repetition":
+		per = d.PrefixLen + d.SuffixLen
+	}
+	if total := d.NumPrompts * per; total > dataset.MaxTotalTokens {
+		return sc.errorf("dataset.num_prompts", "%d prompts of up to %d tokens are %d prompt tokens, over the maximum %d; lower num_prompts or input_len", d.NumPrompts, per, total, dataset.MaxTotalTokens)
 	}
 	return nil
 }

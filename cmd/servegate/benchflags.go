@@ -117,6 +117,7 @@ type benchArgs struct {
 	RequestTimeoutSec float64
 	MaxDurationSec    float64
 	WarmConnections   bool
+	MaxLineBytes      int
 }
 
 const (
@@ -253,6 +254,7 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
 	p.boolVar(&a.WarmConnections, "warm-connections", g, "Open one connection per request that can be in flight at once (--max-concurrency, else every request; at most 4096) before the run starts, so that TTFT does not include connection set-up. vLLM opens connections as requests go out, which is the default here too; scenarios warm by default.")
+	p.intVar(&a.MaxLineBytes, "max-line-bytes", 0, g, "Fail a request whose server sends one SSE line longer than this many bytes (line_too_long) and close its stream; 0 means 1 MiB, at most 1 GiB.")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
 }
 

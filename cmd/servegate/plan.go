@@ -169,6 +169,7 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 		info.MaxConcurrency = e.MaxConcurrency
 	})
 	set("num-warmups", func() { e.NumWarmups = a.NumWarmups })
+	set("max-line-bytes", func() { e.MaxLineBytes = a.MaxLineBytes })
 	set("warm-connections", func() {
 		e.WarmConnections = 0
 		if a.WarmConnections {

@@ -225,6 +225,9 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if a.RequestTimeoutSec <= 0 {
 		return fmt.Errorf("--request-timeout-sec must be positive, got %s", metrics.PyFloat(a.RequestTimeoutSec))
 	}
+	if err := checkFlagLimits(a); err != nil {
+		return err
+	}
 	if a.Target != "url" && (a.BaseURL != nil || p.given("host") || p.given("port")) {
 		return fmt.Errorf("--target %s starts its own server: do not give --base-url, --host or --port", a.Target)
 	}
