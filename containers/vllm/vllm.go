@@ -20,6 +20,8 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/servegate/servegate/containers/dockertest"
 )
 
 const (
@@ -72,7 +74,9 @@ type Container struct {
 // until GET /health answers 200. opts mixes this package's Options with
 // testcontainers customizers, which are applied after the module's own
 // settings. Like testcontainers modules, Run returns the container even with
-// an error so that the caller can clean it up.
+// an error so that the caller can clean it up. The container carries its
+// owner's labels and is removed when the test process is interrupted (see
+// dockertest.Owned).
 func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
 	if img == "" {
 		img = Image()
@@ -98,6 +102,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 
 	logs := newLogTail(logTailLines)
 	all := append(o.customizers(logs), custom...)
+	all = append(all, dockertest.Owned()) // last, so that no option drops it
 	ctr, err := testcontainers.Run(ctx, img, all...)
 	var c *Container
 	if ctr != nil {
