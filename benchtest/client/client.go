@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -83,7 +84,7 @@ func CheckEndpoint(backend, url string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("check endpoint: %s URL %q must end with one of %q", backend, url, suffixes)
+	return fmt.Errorf("check endpoint: %s URL %q must end with one of %q", backend, redact.String(url), suffixes)
 }
 
 // Sampling holds the sampling parameters sent with generation requests;
@@ -292,6 +293,13 @@ func (c *Client) init() {
 			c.Epoch = time.Now()
 		}
 		c.bufPool.New = func() any { return &streamBufs{read: make([]byte, 16<<10)} }
+		h := http.Header{}
+		c.setHeaders(h, "")
+		secret := map[string]string{}
+		for k := range h {
+			secret[k] = h.Get(k)
+		}
+		redact.Request(c.URL, secret) // masked in every text servegate writes
 	})
 }
 
@@ -325,10 +333,17 @@ func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
 }
 
 // DoPrepared sends a prepared request and returns its record, like Do.
-func (c *Client) DoPrepared(ctx context.Context, p Prepared) metrics.Record {
+// The record's Error carries no credential of the client's (see package
+// redact).
+func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record) {
 	c.init()
 	req := p.req
-	rec := metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
+	rec = metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
+	defer func() {
+		if rec.Error != "" {
+			rec.Error = redact.String(rec.Error)
+		}
+	}()
 	if p.err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, p.err.Error()
 		return rec

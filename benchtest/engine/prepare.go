@@ -11,6 +11,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 )
 
 // This file holds what happens around the measured run: the LoRA choice,
@@ -111,7 +112,7 @@ func profile(ctx context.Context, h *http.Client, url string) error {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("profile: %s answered %s", url, resp.Status)
+		return fmt.Errorf("profile: %s answered %s", redact.String(url), resp.Status)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/redact"
 )
 
 // A RunInfo describes the run for the header of vLLM's result JSON.
@@ -84,12 +86,12 @@ func (s *Summary) resultObject(info RunInfo, detailed bool) object {
 	o.set("date", info.Date)
 	o.set("endpoint_type", info.Backend)
 	o.set("backend", info.Backend)
-	o.set("label", nilIfEmpty(info.Label))
+	o.set("label", nilIfEmpty(redact.String(info.Label)))
 	o.set("model_id", info.ModelID)
 	o.set("tokenizer_id", info.TokenizerID)
 	o.set("num_prompts", info.NumPrompts)
 	for _, kv := range info.Metadata {
-		o.set(strings.TrimSpace(kv[0]), strings.TrimSpace(kv[1]))
+		o.set(strings.TrimSpace(kv[0]), strings.TrimSpace(redact.String(kv[1])))
 	}
 	if info.RequestRate == 0 || math.IsInf(info.RequestRate, 1) {
 		o.set("request_rate", "inf")
@@ -142,7 +144,7 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 			itls[i][j] = seconds(g)
 		}
 		texts[i] = r.GeneratedText
-		errs[i] = r.Error
+		errs[i] = redact.String(r.Error)
 		starts[i] = seconds(r.Start)
 		lats[i] = seconds(r.Latency)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/servegate/servegate/benchtest/redact"
 )
 
 // Directions of a benchstat unit (the better= value of its metadata).
@@ -177,7 +179,7 @@ func (w *BenchfmtWriter) WriteBenchfmtResult(name string, iterations int, config
 		if c.Key == "" || strings.ContainsAny(c.Key, " \t\r\n:") {
 			return fmt.Errorf("write benchfmt: configuration key %q is empty or has spaces or a colon", c.Key)
 		}
-		v := strings.Join(strings.Fields(c.Value), " ")
+		v := strings.Join(strings.Fields(redact.String(c.Value)), " ")
 		if v == "" {
 			continue // an empty value would read as the key's deletion
 		}
