@@ -2,9 +2,10 @@
 // Docker daemon answers, this machine's testcontainers settings, building
 // a FROM-scratch image around a static Go binary from an in-memory context,
 // and the lifetime of the containers servegate starts (Owned): labelled with
-// their owner process, removed on SIGINT and SIGTERM, and removed by the next
-// run when their owner died without a chance to (go test -timeout, SIGKILL).
-// The design and the Ryuk decision are written down in lifetime.go.
+// their owner process, removed on SIGINT and SIGTERM, by a watchdog process
+// when their owner dies without a chance to (go test -timeout, SIGKILL), and
+// by the next run when the watchdog is gone too. The design and the Ryuk
+// decision are written down in lifetime.go.
 package dockertest
 
 import (

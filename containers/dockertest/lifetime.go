@@ -1,13 +1,13 @@
 package dockertest
 
-// Container lifetime: no container servegate starts outlives the test
-// process that started it.
+// Container lifetime: no container servegate starts outlives the process
+// that started it.
 //
 //   - Every container started through Owned (simulator.Run and vllm.Run
 //     apply it) carries its owner's labels (LabelOwnerPID and the others)
 //     and is recorded in a process-wide registry until it is terminated.
-//   - In a test binary (testing.Testing), the first container start
-//     installs a SIGINT and SIGTERM handler. On a signal it removes every
+//   - SIGINT and SIGTERM. In a test binary (testing.Testing), the first
+//     container start installs a handler. On a signal it removes every
 //     container this process owns (the registry, and every container
 //     labelled with this process, which covers one caught between create
 //     and register), then restores the default action and raises the
@@ -15,19 +15,24 @@ package dockertest
 //     servegate (a shell shows status 130 or 143). A second signal during
 //     the removal ends the process at once. Other programs (the servegate
 //     command) own their signals: they shut down through their context,
-//     which terminates their targets, and no handler is installed for them.
+//     which terminates their targets; no handler is installed for them.
 //   - go test's -timeout panics in a timer goroutine and the process exits
-//     with no hook left to run, as does SIGKILL. Their containers are
-//     removed by the next process that starts a container: its first start
-//     calls RemoveOrphans, which removes the labelled containers whose owner
-//     is gone (pid not running, or running with another start time: reused).
-//     So a leftover lives until the next run; no watchdog process runs
-//     beside the tests (it would be a second program to ship and to keep
-//     alive through the signals that kill the first, the job Ryuk does with
-//     a container image this machine cannot pull).
+//     with no hook left to run, as it does on SIGKILL or a crash. For these
+//     the first container start also runs a watchdog (watchdog.go): this
+//     program again, in a process group of its own, ignoring SIGINT,
+//     SIGTERM and SIGHUP, blocked reading a pipe whose write end only the
+//     owner holds. The kernel closes that end when the owner exits by any
+//     cause; the watchdog then removes the owner's labelled containers and
+//     exits. It costs one idle process per process that starts containers.
+//   - When the watchdog dies too (SIGKILL of the whole tree, a reboot), the
+//     next run cleans up: every process's first container start calls
+//     RemoveOrphans, which removes the labelled containers whose owner is
+//     gone (pid not running, running with another start time, i.e. reused,
+//     or an earlier boot). Owners on another host or pid namespace are never
+//     judged, so concurrent runs never remove each other's containers.
 //   - Ryuk stays off by default even where its image happens to be present:
-//     the labels and the signal handler cover SIGINT, SIGTERM and the next
-//     run on every machine, so behaviour does not depend on the local image
+//     the handler, the watchdog and the next run cover every way a run ends
+//     on every machine, so behaviour does not depend on the local image
 //     cache, and no privileged container holding the Docker socket is
 //     started. TESTCONTAINERS_RYUK_DISABLED=false turns it on (testcontainers'
 //     own setting) where the image is available; the labels apply either way.
@@ -62,8 +67,9 @@ var firstStart sync.Once
 // labels the container with this process (Self().Labels()), records it in
 // the process-wide registry until it is terminated, and at the process's
 // first container start removes the leftovers of processes that are gone
-// (RemoveOrphans) and, in a test binary, installs the signal handler that
-// removes this process's containers on SIGINT and SIGTERM.
+// (RemoveOrphans), starts the watchdog that removes this process's
+// containers when it exits, and, in a test binary, installs the signal
+// handler that removes them on SIGINT and SIGTERM.
 func Owned() testcontainers.CustomizeRequestOption {
 	hooks := testcontainers.ContainerLifecycleHooks{
 		PreCreates: []testcontainers.ContainerRequestHook{func(ctx context.Context, _ testcontainers.ContainerRequest) error {
@@ -114,6 +120,9 @@ func tracked() []string {
 func start(ctx context.Context) {
 	if testing.Testing() {
 		go handleSignals()
+	}
+	if err := startWatchdog(); err != nil {
+		fmt.Fprintf(os.Stderr, "servegate: %v; the containers of this process are removed by the next run if it dies\n", err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,8 +54,9 @@ func TestLifetimeChild(t *testing.T) {
 // simulator container each way a run ends early, and checks that no
 // container of that child remains within 15 s: SIGINT and SIGTERM (to the
 // process group, as Ctrl-C and CI cancellation send them) are handled by the
-// child itself; after go test's -timeout panic the next run removes the
-// leftover at its first container start.
+// child itself; after go test's -timeout panic its watchdog removes the
+// container; when both are SIGKILLed, the next run removes the leftover at
+// its first container start.
 func TestContainersDieWithTheTest(t *testing.T) {
 	dockertest.Require(t)
 	if os.Getenv(childEnv) != "" {
@@ -92,12 +94,50 @@ func TestContainersDieWithTheTest(t *testing.T) {
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "the child must end by its -timeout panic")
 		require.Equal(t, 2, ee.ExitCode())
+		gone := waitGone(t, ctx, cli, id, child.Process.Pid, died)
+		t.Logf("-timeout: no labelled container of the child %v after it died (its watchdog removed it)", gone.Round(time.Millisecond))
+	})
 
+	// SIGKILL of the child and of its watchdog leaves the container to
+	// the next run, whose first container start removes it.
+	t.Run("SIGKILL", func(t *testing.T) {
+		child, id := startChild(t, ctx, "hold")
+		requireOwnedBy(t, ctx, cli, id, child.Process.Pid)
+		dogs := childrenOf(t, child.Process.Pid)
+		require.Len(t, dogs, 1, "the child runs one watchdog")
+		require.NoError(t, syscall.Kill(dogs[0], syscall.SIGKILL))
+		require.NoError(t, syscall.Kill(-child.Process.Pid, syscall.SIGKILL))
+		_ = child.Wait()
+		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		require.NoError(t, err, "with its owner and watchdog killed, the container is left over")
+
+		started := time.Now()
 		next, _ := startChild(t, ctx, "start")
 		require.NoError(t, next.Wait(), "the next run")
-		gone := waitGone(t, ctx, cli, id, child.Process.Pid, died)
-		t.Logf("-timeout: no labelled container of the child %v after it died (the next run removed it)", gone.Round(time.Millisecond))
+		gone := waitGone(t, ctx, cli, id, child.Process.Pid, started)
+		t.Logf("SIGKILL: no labelled container of the child %v after the next run started (it removed the leftover)", gone.Round(time.Millisecond))
 	})
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var kids []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			k, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			kids = append(kids, k)
+		}
+	}
+	return kids
 }
 
 // startChild runs this test binary's TestLifetimeChild in mode in a process
