@@ -101,9 +101,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	}
 
 	logs := newLogTail(logTailLines)
-	all := append(o.customizers(logs), custom...)
-	all = append(all, dockertest.Owned()) // last, so that no option drops it
-	ctr, err := testcontainers.Run(ctx, img, all...)
+	ctr, err := testcontainers.Run(ctx, img, o.runCustomizers(logs, custom)...)
 	var c *Container
 	if ctr != nil {
 		c = &Container{Container: ctr, Model: o.servedName(), logs: logs}
@@ -122,6 +120,14 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		return c, fmt.Errorf("run vllm: %w", err)
 	}
 	return c, nil
+}
+
+// runCustomizers are what Run applies: the module's settings, then the
+// caller's customizers, then the owner labels and lifetime hooks (last, so
+// that no option drops them; see dockertest.Owned).
+func (o *options) runCustomizers(logs *logTail, custom []testcontainers.ContainerCustomizer) []testcontainers.ContainerCustomizer {
+	all := append(o.customizers(logs), custom...)
+	return append(all, dockertest.Owned())
 }
 
 // customizers turns the options into the testcontainers request settings.
