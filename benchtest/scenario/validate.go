@@ -12,6 +12,7 @@ import (
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/internal/limit"
 )
 
@@ -62,7 +63,7 @@ func (sc *Scenario) validateTarget() error {
 		}
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return sc.errorf("target.url", "want http://host:port, got %q", t.URL)
+			return sc.errorf("target.url", "want http://host:port, got %q", redact.String(t.URL))
 		}
 	case TargetVLLM:
 		if t.Model == "" {
