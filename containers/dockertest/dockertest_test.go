@@ -135,9 +135,10 @@ func TestRemoveOrphans(t *testing.T) {
 	}
 	orphan, kept := start(dead), start(live)
 
-	n, err := RemoveOrphans(ctx)
+	// Another test process starting a container meanwhile may remove the
+	// orphan first: what counts is that it is gone.
+	_, err = RemoveOrphans(ctx)
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, n, 1)
 	_, err = orphan.State(ctx)
 	require.Error(t, err, "the container of an exited process must be removed")
 	state, err := kept.State(ctx)
