@@ -119,7 +119,9 @@ func tracked() []string {
 // start runs once, before this process creates its first container.
 func start(ctx context.Context) {
 	if testing.Testing() {
-		go handleSignals()
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM) // before the container exists
+		go handleSignals(ch)
 	}
 	if err := startWatchdog(); err != nil {
 		fmt.Fprintf(os.Stderr, "servegate: %v; the containers of this process are removed by the next run if it dies\n", err)
@@ -133,11 +135,9 @@ func start(ctx context.Context) {
 	}
 }
 
-// handleSignals waits for SIGINT or SIGTERM, removes this process's
+// handleSignals waits for SIGINT or SIGTERM on ch, removes this process's
 // containers and dies of the signal.
-func handleSignals() {
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+func handleSignals(ch chan os.Signal) {
 	sig := <-ch
 	done := make(chan int, 1)
 	go func() {
