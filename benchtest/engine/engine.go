@@ -22,6 +22,7 @@ import (
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -257,7 +258,7 @@ func (cfg *Config) normalize() error {
 		return errors.New("no base URL")
 	}
 	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("base URL %q: want http://host:port or https://host:port", cfg.BaseURL)
+		return fmt.Errorf("base URL %q: want http://host:port or https://host:port", redact.String(cfg.BaseURL))
 	}
 	if cfg.Model == "" {
 		return errors.New("no model")

@@ -243,6 +243,9 @@ func TestConfigErrors(t *testing.T) {
 		{Config{BaseURL: "http://x", Model: "m", RequestRate: -3}, "request rate"},
 		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, TraceSpeed: -1}, "trace speed"},
 		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, RampUp: &RampUp{Strategy: "linear", StartRPS: 1, EndRPS: 2}}, "choose one"},
+		// Credentials in the URL are masked in the message.
+		{Config{BaseURL: "ftp://u:planted-pw@x", Model: "m"}, `base URL "ftp://xxxxx@x"`},
+		{Config{BaseURL: "http://u:planted-pw@x", Model: "m", Backend: "openai-chat", Endpoint: "/v1/completions"}, `"http://xxxxx@x/v1/completions" must end`},
 	}
 	for _, tt := range tests {
 		_, err := Run(t.Context(), tt.cfg, samples(1))
