@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
@@ -154,5 +155,5 @@ func logTarget(tb testing.TB, tgt *Target) {
 	if len(lines) > keep {
 		lines = append([]string{fmt.Sprintf("[%d earlier lines]", len(lines)-keep)}, lines[len(lines)-keep:]...)
 	}
-	tb.Logf("%s target log (%s):\n%s", tgt.Kind, tgt.BaseURL, strings.Join(lines, "\n"))
+	tb.Logf("%s target log (%s):\n%s", tgt.Kind, redact.String(tgt.BaseURL), strings.Join(lines, "\n"))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/benchtest/report"
 )
 
@@ -44,7 +45,7 @@ func (r *benchRun) execute(ctx context.Context) error {
 		}
 	}()
 	if tgt.Kind != "url" {
-		fmt.Fprintf(r.stdout, "Started %s target at %s\n", tgt.Kind, tgt.BaseURL)
+		fmt.Fprintf(r.stdout, "Started %s target at %s\n", tgt.Kind, redact.String(tgt.BaseURL))
 	}
 	o, err := r.drive(ctx, tgt)
 	if err != nil {
