@@ -120,6 +120,8 @@ type benchArgs struct {
 	NoPlot            bool
 	RequestTimeoutSec float64
 	MaxDurationSec    float64
+	Shard             *string
+	StartAt           *string
 }
 
 const (
@@ -256,6 +258,8 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
+	p.optStringVar(&a.Shard, "shard", g, "i/N (i from 1): send only every N-th request of the schedule, starting with request i-1, at the full schedule's times; N processes with the same flags send the whole run once. Needs --start-at; merge the results with 'servegate merge'.")
+	p.optStringVar(&a.StartAt, "start-at", g, "Start the schedule at this wall-clock time (RFC 3339, e.g. 2026-12-01T20:00:00Z), after the ready check and warm-ups, so that every --shard starts together.")
 }
 
 func randomHex(n int) string {
