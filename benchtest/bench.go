@@ -31,7 +31,12 @@ func BenchDir(b *testing.B, dir string) {
 	b.Helper()
 	scs, err := scenario.LoadDir(dir)
 	require.NoError(b, err)
+	skip := shardScenarios(b, scs)
 	for _, sc := range scs {
+		if why, ok := skip[sc.Name]; ok {
+			b.Run("scenario="+sc.Name, func(b *testing.B) { b.Skip(why) })
+			continue
+		}
 		Bench(b, sc)
 	}
 }

@@ -43,6 +43,9 @@ type Outcome struct {
 // engine, the summary and the SLO verdicts. A run the engine stopped early
 // still returns its Outcome, with Result.Stopped saying why.
 func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcome, error) {
+	if err := checkStartAt(plan); err != nil {
+		return nil, err
+	}
 	if err := plan.Prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -107,6 +110,7 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
 			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
 	}
+	info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)], shardInfo(o)...)
 	return info
 }
 

@@ -45,7 +45,12 @@ func RunDir(t *testing.T, dir string) {
 	t.Helper()
 	scs, err := scenario.LoadDir(dir)
 	require.NoError(t, err)
+	skip := shardScenarios(t, scs)
 	for _, sc := range scs {
+		if why, ok := skip[sc.Name]; ok {
+			t.Run("scenario="+sc.Name, func(t *testing.T) { t.Skip(why) })
+			continue
+		}
 		Run(t, sc)
 	}
 }
@@ -57,6 +62,7 @@ func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*Plan, *Targ
 	sc, err := sc.Override(scenario.EnvFromOS())
 	require.NoError(tb, err)
 	plan := NewPlan(sc)
+	require.NoError(tb, applyLoadShard(plan))
 	tgt, err := shared.acquire(context.Background(), owner, plan.Target)
 	require.NoError(tb, err, "start the %s target of scenario %s", plan.Target.Kind, sc.Name)
 	tb.Cleanup(func() {

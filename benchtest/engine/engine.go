@@ -23,6 +23,7 @@ import (
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/redact"
+	"github.com/servegate/servegate/benchtest/shard"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -131,6 +132,18 @@ type Config struct {
 	// the request fails as line_too_long. 0 means 1 MiB; at most
 	// client.MaxLineBytesLimit (1 GiB).
 	MaxLineBytes int
+	// Shard, when set, sends only this shard's part of the schedule: the
+	// requests shard.Spec.OwnsIndex gives it, at the full schedule's
+	// times, so that N processes with the same seed and samples send the
+	// full run between them, each request once. The records are this
+	// shard's only; warm-ups and the readiness check are per process, and
+	// MaxConcurrency limits each process.
+	Shard shard.Spec
+	// StartAt, when set, is the wall-clock moment the schedule starts: the
+	// run waits for it after the readiness check and the warm-ups, so that
+	// every shard starts together. A shard that gets there late starts at
+	// once; Result.Start records when it did.
+	StartAt time.Time
 	// SpinWindow is how long before each send time the dispatcher stops
 	// sleeping on a Go timer (up to about a millisecond late) and waits
 	// precisely: a thread sleep, then polling the clock for the last 100
@@ -148,8 +161,12 @@ type Result struct {
 	Duration time.Duration
 	// Start is the wall-clock time of the run's time zero.
 	Start time.Time
-	// Schedule is the arrival schedule used (nil for trace replay).
+	// Schedule is the arrival schedule used (nil for trace replay): the
+	// full one under Config.Shard.
 	Schedule *Schedule
+	// Indices are the positions in the full schedule (and the samples) of
+	// Records: 0..n-1, or this shard's under Config.Shard.
+	Indices []int
 	// RPSChanges are the ramp-up's RPS change events (vLLM's
 	// rps_change_events); nil without ramp-up.
 	RPSChanges []metrics.RPSChange
@@ -180,6 +197,10 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
+	if cfg.Shard.Count > len(samples) {
+		return nil, fmt.Errorf("run: shard %s: %d shards for %d requests leaves some with none to send", cfg.Shard, cfg.Shard.Count, len(samples))
+	}
+	indices := cfg.Shard.Indices(len(samples))
 	c, warmer := cfg.client()
 	if warmer != nil {
 		defer warmer.Close()
@@ -191,21 +212,32 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	res := &Result{Schedule: sched}
+	res := &Result{Schedule: sched, Indices: indices}
 	res.Warmups = warmUp(ctx, c, first, cfg.NumWarmups, cfg.MaxConcurrency)
 	if cfg.Profile {
 		if err := profile(ctx, c.HTTP, cfg.BaseURL+"/start_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
-	if err := cfg.warm(ctx, warmer, len(samples)); err != nil {
+	if err := cfg.warm(ctx, warmer, len(indices)); err != nil {
 		res.Warnings = append(res.Warnings, err)
 	}
 	offsets := cfg.offsets(sched, samples)
-	reqs := make([]client.Request, len(samples))
 	lora := cfg.loraChoices(len(samples))
-	for i, s := range samples {
-		reqs[i] = cfg.request(s, i, lora[i])
+	reqs := make([]client.Request, len(indices))
+	mine := make([]time.Duration, len(indices))
+	var rates []float64
+	for k, i := range indices {
+		reqs[k] = cfg.request(samples[i], i, lora[i])
+		mine[k] = offsets[i]
+		if sched != nil {
+			rates = append(rates, sched.Rates[i])
+		}
+	}
+	if !cfg.StartAt.IsZero() {
+		if err := sleepUntil(ctx, cfg.StartAt, max(cfg.SpinWindow, 0)); err != nil {
+			return nil, fmt.Errorf("run: waiting for the start time %s: %w", cfg.StartAt.Format(time.RFC3339Nano), err)
+		}
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -214,10 +246,7 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		runCtx, stop = context.WithTimeoutCause(runCtx, cfg.MaxDuration, ErrMaxDuration)
 		defer stop()
 	}
-	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, spin: max(cfg.SpinWindow, 0)}
-	if sched != nil {
-		d.rates = sched.Rates
-	}
+	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: mine, rates: rates, spin: max(cfg.SpinWindow, 0)}
 	d.run(runCtx, res)
 	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)

@@ -56,6 +56,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	filter := fs.String("filter", "", "benchstat -filter `query`: gate only matching results")
 	ignore := fs.String("ignore", "", "benchstat -ignore `keys`: configuration keys that may differ between base and head")
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
+	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
+	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
 	// Flags may come after BASE and HEAD too: parse, take one positional
 	// argument, parse again. After "--" everything is positional.
 	var files []string
@@ -85,6 +87,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "gate: %s\n", line)
 		}
 		return ExitBadInput
+	}
+	if *merge {
+		return mainMerge(files, *shards, *format, *mdFile, *jsonFile, stdout, fail)
 	}
 	if len(files) != 2 {
 		fs.Usage()

@@ -118,6 +118,8 @@ type benchArgs struct {
 	MaxDurationSec    float64
 	WarmConnections   bool
 	MaxLineBytes      int
+	Shard             *string
+	StartAt           *string
 }
 
 const (
@@ -256,6 +258,8 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.boolVar(&a.WarmConnections, "warm-connections", g, "Open one connection per request that can be in flight at once (--max-concurrency, else every request; at most 4096) before the run starts, so that TTFT does not include connection set-up. vLLM opens connections as requests go out, which is the default here too; scenarios warm by default.")
 	p.intVar(&a.MaxLineBytes, "max-line-bytes", 0, g, "Fail a request whose server sends one SSE line longer than this many bytes (line_too_long) and close its stream; 0 means 1 MiB, at most 1 GiB.")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
+	p.optStringVar(&a.Shard, "shard", g, "i/N (i from 1): send only every N-th request of the schedule, starting with request i-1, at the full schedule's times; N processes with the same flags send the whole run once. Needs --start-at; merge the results with 'servegate merge'.")
+	p.optStringVar(&a.StartAt, "start-at", g, "Start the schedule at this wall-clock time (RFC 3339, e.g. 2026-12-01T20:00:00Z), after the ready check and warm-ups, so that every --shard starts together.")
 }
 
 func randomHex(n int) string {

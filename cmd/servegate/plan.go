@@ -179,6 +179,8 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 	set("ready-check-timeout-sec", func() { e.ReadyTimeout = time.Duration(a.ReadyCheckTimeoutSec) * time.Second })
 	set("request-timeout-sec", func() { e.RequestTimeout = time.Duration(a.RequestTimeoutSec * float64(time.Second)) })
 	set("max-duration-sec", func() { e.MaxDuration = time.Duration(a.MaxDurationSec * float64(time.Second)) })
+	set("shard", func() { e.Shard, info.Extras = fp.Shard, info.Extras || fp.Shard.Enabled() })
+	set("start-at", func() { e.StartAt = fp.StartAt })
 	if given("ramp-up-strategy") || given("ramp-up-start-rps") || given("ramp-up-end-rps") {
 		applyRampUp(plan, a)
 	}

@@ -29,6 +29,11 @@ func resultPath(a *benchArgs, info metrics.RunInfo) string {
 	} else {
 		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, metrics.PyFloat(info.RequestRate), conc, model, info.Date)
 	}
+	for _, kv := range info.Metadata {
+		if kv[0] == "shard" { // shards of one run must not overwrite each other
+			name = strings.TrimSuffix(name, ".json") + "-shard" + strings.Replace(kv[1], "/", "of", 1) + ".json"
+		}
+	}
 	if a.ResultFilename != nil && *a.ResultFilename != "" {
 		name = *a.ResultFilename
 	}

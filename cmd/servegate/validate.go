@@ -8,10 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/shard"
 )
 
 var inf = math.Inf(1)
@@ -42,6 +45,9 @@ type benchPlan struct {
 	Pooling bool
 	// TokenizerID is --tokenizer, else --model.
 	TokenizerID string
+	// Shard and StartAt are --shard and --start-at.
+	Shard   shard.Spec
+	StartAt time.Time
 }
 
 // validateBench checks flag combinations the way vllm bench serve does, in
@@ -230,6 +236,34 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	}
 	if a.Target != "url" && (a.BaseURL != nil || p.given("host") || p.given("port")) {
 		return fmt.Errorf("--target %s starts its own server: do not give --base-url, --host or --port", a.Target)
+	}
+	return validateShard(a, p, plan)
+}
+
+// validateShard reads --shard and --start-at. The shards of a plain run
+// share a request id prefix made from the start time unless
+// --request-id-prefix is given (the default is random per process), so
+// that the merged run's ids are one run's.
+func validateShard(a *benchArgs, p *argParser, plan *benchPlan) error {
+	var err error
+	if a.Shard != nil {
+		if plan.Shard, err = shard.Parse(*a.Shard); err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+	}
+	if a.StartAt != nil {
+		if plan.StartAt, err = benchtest.ParseStartAt(*a.StartAt); err != nil {
+			return fmt.Errorf("--start-at: %w", err)
+		}
+	}
+	if plan.Shard.Enabled() && plan.StartAt.IsZero() {
+		return fmt.Errorf("--shard %s needs --start-at: every shard must start at the same moment", plan.Shard)
+	}
+	if plan.Shard.Enabled() && !(a.SaveResult && a.SaveDetailed) {
+		return fmt.Errorf("--shard %s needs --save-result --save-detailed: servegate merge reads each shard's per-request detail", plan.Shard)
+	}
+	if plan.Shard.Enabled() && !p.given("request-id-prefix") {
+		a.RequestIDPrefix = fmt.Sprintf("bench-%x-", plan.StartAt.Unix())
 	}
 	return nil
 }
