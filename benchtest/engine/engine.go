@@ -131,6 +131,10 @@ type Result struct {
 	Stopped error
 	// Warnings are non-fatal problems, such as a failed profiler call.
 	Warnings []error
+	// Health is how the load generator's process fared during the run
+	// (CPU, GC pauses, scheduling delays), measured from the first
+	// scheduled request to the end of the last one.
+	Health metrics.Health
 }
 
 // Run runs the benchmark described by cfg over samples. It returns an error
@@ -183,7 +187,9 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	if sched != nil {
 		d.rates = sched.Rates
 	}
+	probe := startHealth()
 	d.run(runCtx, res)
+	res.Health = probe.finish()
 	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
 	}
