@@ -53,6 +53,9 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		require.NoError(b, err)
 		save(b, o, "bench", benchBenchfmt, b.Name())
 		logRun(b, o)
+		if err := o.InvalidError(); err != nil {
+			b.Logf("%v; this sample is marked invalid in %s", err, benchBenchfmt)
+		}
 		for _, m := range o.BenchMetrics() {
 			if _, ok := sums[m.Unit]; !ok {
 				units = append(units, m.Unit)
@@ -67,7 +70,7 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.ReportMetric(0, "ns/op")
 	if last != nil {
 		var table bytes.Buffer
-		_ = report.WriteSLOTable(&table, last.Verdicts)
+		_ = report.WriteSLOTable(&table, last.Table())
 		b.Logf("SLOs of the last run (not asserted by Bench):\n%s", table.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/engine"
@@ -32,8 +33,12 @@ type Outcome struct {
 	Result *engine.Result
 	// Summary is vLLM's summary of the records.
 	Summary *metrics.Summary
-	// Verdicts are the SLO checks, in the order of Plan.SLO.Bounds.
+	// Verdicts are the SLO checks, in the order of Plan.SLO.Bounds. They
+	// say nothing about the server when the run is invalid (Invalid).
 	Verdicts []scenario.Verdict
+	// Health are the checks of the load generator's health, in the order
+	// of Plan.Harness.Bounds; any failure makes the run invalid.
+	Health []scenario.Verdict
 
 	lookup func(string) (float64, bool)
 }
@@ -62,10 +67,71 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 		return nil, err
 	}
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
+	sum.Health = res.Health
 	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum}
 	o.lookup = scenario.WithDerived(sum.Value)
+	o.Health = plan.Harness.Check(o.lookup)
 	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
+}
+
+// Invalid says why the run is invalid, the failed harness limits such as
+// "p99_lateness_ms = 812.5, want <= 50", or "" for a valid run.
+func (o *Outcome) Invalid() string {
+	return report.SLOFailure(o.Health)
+}
+
+// InvalidError is the error of an invalid run: the load generator fell
+// behind, so the numbers say nothing about the server.
+func (o *Outcome) InvalidError() error {
+	why := o.Invalid()
+	if why == "" {
+		return nil
+	}
+	return &InvalidRunError{Scenario: o.Plan.Name, Reason: why}
+}
+
+// An InvalidRunError says that a run is invalid: the load generator fell
+// behind (Reason names the harness limits it broke), so its numbers say
+// nothing about the server and its SLOs were not judged.
+type InvalidRunError struct {
+	// Scenario is the scenario's name ("" for a plain run).
+	Scenario string
+	// Reason lists the broken limits.
+	Reason string
+}
+
+func (e *InvalidRunError) Error() string {
+	msg := "invalid run: load generator fell behind: " + e.Reason +
+		"; the numbers say nothing about the server, its SLOs were not judged (free CPU for the load generator, or raise the scenario's harness limits)"
+	if e.Scenario != "" {
+		return "scenario " + e.Scenario + ": " + msg
+	}
+	return msg
+}
+
+// HealthLine says in one line how the load generator fared, such as
+// "load generator: lateness p99 0.21 ms, CPU 4% of 2, scheduling p99
+// 0.1 ms, GC pauses 0.3 ms, load average 1.52".
+func (o *Outcome) HealthLine() string {
+	v := func(name string) string {
+		x, ok := o.lookup(name)
+		if !ok {
+			return "?"
+		}
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	cpu := "?"
+	if x, ok := o.lookup(metrics.ClientCPURatio); ok {
+		cpu = strconv.FormatFloat(100*x, 'f', 0, 64) + "%"
+	}
+	return fmt.Sprintf("load generator: lateness p99 %s ms (mean %s), CPU %s of %s, scheduling p99 %s ms, GC pauses %s ms, load average %s",
+		v("p99_lateness_ms"), v("mean_lateness_ms"), cpu, v(metrics.ClientCPUs), v(metrics.SchedLatencyP99MS), v(metrics.GCPauseMS), v(metrics.LoadAvg1m))
+}
+
+// Table is the run's SLO table: the harness limits, then the SLOs.
+func (o *Outcome) Table() []scenario.Verdict {
+	return append(o.Health[:len(o.Health):len(o.Health)], o.Verdicts...)
 }
 
 // RunInfo is the result JSON's header: the plan's, with the run's date
@@ -76,6 +142,7 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
 	info.RPSChanges = o.Result.RPSChanges
 	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)
+	info.Invalid = o.Invalid()
 	if info.Extras {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
 			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
@@ -89,7 +156,8 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 }
 
 // BenchConfig is the benchfmt file configuration of a run: what must be
-// equal for two results to be comparable.
+// equal for two results to be comparable, and "invalid" with the reason
+// when the run is invalid (the key is absent from a valid run's result).
 func (o *Outcome) BenchConfig() []report.BenchConfig {
 	p := o.Plan
 	return []report.BenchConfig{
@@ -100,12 +168,14 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 		{Key: "endpoint", Value: p.Engine.Endpoint},
 		{Key: "dataset", Value: p.Dataset.Name},
 		{Key: "scenario-sha", Value: p.SHA},
+		{Key: "invalid", Value: o.Invalid()},
 	}
 }
 
-// BenchMetrics are the run's values in benchstat units.
+// BenchMetrics are the run's values in benchstat units, the harness
+// health figures last.
 func (o *Outcome) BenchMetrics() []report.BenchMetric {
-	return report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
+	return append(report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles), report.HealthMetrics(o.lookup)...)
 }
 
 // Value returns a summary value by its SLO metric name (derived ones

@@ -143,10 +143,11 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 			SVG: lineSVG("Concurrent requests per second", concurrent, "time since first request (s)", "requests")},
 	}
 	p.SLOsPassed = true
+	inv := tableInvalid(r.SLOs)
 	for _, v := range r.SLOs {
-		word := verdictWord(v)
+		word := verdictWord(v, inv)
 		p.SLOsPassed = p.SLOsPassed && word == pass
-		p.SLOs = append(p.SLOs, htmlVerdict{Metric: v.Bound.Metric, Bound: bound(v.Bound), Measured: FormatMeasured(v), Verdict: word})
+		p.SLOs = append(p.SLOs, htmlVerdict{Metric: rowMetric(v), Bound: bound(v.Bound), Measured: FormatMeasured(v), Verdict: word})
 	}
 	p.Lag, p.LagStats = scheduleLag(r.Records)
 	p.Failures, p.FailureRows = failuresByKind(r.Records)

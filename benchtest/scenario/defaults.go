@@ -99,6 +99,8 @@ func (sc *Scenario) applyDefaults() {
 		l.TraceSpeed = DefaultTraceSpeed
 	}
 
+	sc.applyHarnessDefaults()
+
 	m := &sc.Metrics
 	if !p.has("metrics.percentile_metrics") {
 		m.PercentileMetrics = slices.Clone(DefaultPercentileMetrics)

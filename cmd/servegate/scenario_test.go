@@ -157,6 +157,27 @@ func TestBenchScenarioInproc(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "scenario meets")
 }
 
+// TestBenchScenarioInvalidRun: a run past a harness limit exits 2 as an
+// invalid run, and never reports the server's SLOs as violated.
+func TestBenchScenarioInvalidRun(t *testing.T) {
+	tok := fixtures.Tokenizer(t, fixtures.Llama3)
+	path := writeScenario(t, `
+name: behind
+target: {kind: inproc, tokenizer: `+tok+`}
+dataset: {num_prompts: 6, input_len: 32, output_len: 8}
+load: {request_rate: 100}
+harness: {max_lateness_p99: 1ns}
+slo: {bounds: ["p99_ttft_ms <= 0.000001"]}
+`)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--scenario", path, "--no-plot"}, &stdout, &stderr)
+	assert.Equal(t, 2, code, "%s\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "servegate bench: scenario behind: invalid run: load generator fell behind: p99_lateness_ms = ")
+	assert.NotContains(t, stderr.String(), "SLO not met")
+	assert.Regexp(t, `p99_ttft_ms\s+<= 1e-06\s+\S+\s+VOID`, stdout.String())
+	assert.Contains(t, stdout.String(), "load generator: lateness p99 ")
+}
+
 func TestBenchScenarioErrors(t *testing.T) {
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--scenario", filepath.Join(t.TempDir(), "missing.yaml")}, &bytes.Buffer{}, &stderr)
