@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/engine"
@@ -111,8 +112,8 @@ func (e *InvalidRunError) Error() string {
 }
 
 // HealthLine says in one line how the load generator fared, such as
-// "load generator: lateness p99 0.21 ms, CPU 4% of 2, scheduling p99
-// 0.1 ms, GC pauses 0.3 ms, load average 1.52".
+// "load generator: lateness p99 0.21 ms (mean 0.05), CPU 4% of 2 CPUs,
+// scheduling p99 0.10 ms, GC pauses 0.30 ms, load average 1.52".
 func (o *Outcome) HealthLine() string {
 	v := func(name string) string {
 		x, ok := o.lookup(name)
@@ -125,8 +126,8 @@ func (o *Outcome) HealthLine() string {
 	if x, ok := o.lookup(metrics.ClientCPURatio); ok {
 		cpu = strconv.FormatFloat(100*x, 'f', 0, 64) + "%"
 	}
-	return fmt.Sprintf("load generator: lateness p99 %s ms (mean %s), CPU %s of %s, scheduling p99 %s ms, GC pauses %s ms, load average %s",
-		v("p99_lateness_ms"), v("mean_lateness_ms"), cpu, v(metrics.ClientCPUs), v(metrics.SchedLatencyP99MS), v(metrics.GCPauseMS), v(metrics.LoadAvg1m))
+	return fmt.Sprintf("load generator: lateness p99 %s ms (mean %s), CPU %s of %s CPUs, scheduling p99 %s ms, GC pauses %s ms, load average %s",
+		v("p99_lateness_ms"), v("mean_lateness_ms"), cpu, strings.TrimSuffix(v(metrics.ClientCPUs), ".00"), v(metrics.SchedLatencyP99MS), v(metrics.GCPauseMS), v(metrics.LoadAvg1m))
 }
 
 // Table is the run's SLO table: the harness limits, then the SLOs.
