@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/internal/cpuset"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
@@ -145,6 +146,9 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)
 	info.Invalid = o.Invalid()
 	if info.Extras {
+		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)], [2]string{"cpuset", o.CPUSet()})
+	}
+	if info.Extras {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
 			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
 	}
@@ -169,8 +173,15 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 		{Key: "endpoint", Value: p.Engine.Endpoint},
 		{Key: "dataset", Value: p.Dataset.Name},
 		{Key: "scenario-sha", Value: p.SHA},
+		{Key: "cpuset", Value: o.CPUSet()},
 		{Key: "invalid", Value: o.Invalid()},
 	}
+}
+
+// CPUSet says how the target and the load generator shared the CPUs:
+// Target.CPUSet, "shared" when the target did not say.
+func (o *Outcome) CPUSet() string {
+	return cmp.Or(o.Target.CPUSet, cpuset.Shared)
 }
 
 // BenchMetrics are the run's values in benchstat units, the harness

@@ -5,15 +5,18 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/internal/cpuset"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/containers/dockertest"
 )
 
 // execute runs a scenario once against its target, outside any test
@@ -65,6 +68,7 @@ func TestInvalidRunIsNotTheServersFault(t *testing.T) {
 	require.Len(t, results, 2)
 	assert.Equal(t, o.Invalid(), results[0].GetConfig("invalid"))
 	assert.Empty(t, results[1].GetConfig("invalid"))
+	assert.Equal(t, "shared", results[1].GetConfig("cpuset"), "an in-process target shares the CPUs")
 	for _, u := range []string{"lateness-p99-sec", "client-cpu-ratio", "gc-pause-sec", "sched-latency-p99-sec"} {
 		_, ok := results[1].Value(u)
 		assert.True(t, ok, "unit %s", u)
@@ -75,4 +79,25 @@ func TestInvalidRunIsNotTheServersFault(t *testing.T) {
 	assert.Contains(t, js, `"invalid": "p99_lateness_ms = `)
 	assert.Contains(t, js, `"`+metrics.ClientCPURatio+`": `)
 	assert.Contains(t, string(good.ResultJSON(good.RunInfo(), false)), `"invalid": null`)
+}
+
+// TestSimTargetCPUSet starts the simulator container: with at least 4
+// CPUs it runs on the lower half and this process on the upper half, with
+// fewer both share and say so.
+func TestSimTargetCPUSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a container")
+	}
+	dockertest.Require(t)
+	tgt, err := StartTarget(t.Context(), scenario.Target{Kind: scenario.TargetSim, Profile: "instant"}, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tgt.Close(context.Background()) })
+	if runtime.NumCPU() < cpuset.MinCPUs {
+		assert.Equal(t, cpuset.Shared, tgt.CPUSet)
+		return
+	}
+	split, err := cpuset.Isolate()
+	require.NoError(t, err)
+	assert.Equal(t, split.String(), tgt.CPUSet)
+	assert.Contains(t, tgt.CPUSet, "target=")
 }
