@@ -32,7 +32,9 @@ type HTMLReport struct {
 	// Summary is the console summary; the report shows the same block.
 	// With nil Values the summary table is left out.
 	Summary ConsoleSummary
-	// SLOs are a scenario's verdicts, shown as a table when present.
+	// SLOs are a scenario's verdicts, shown as a table when present;
+	// harness limits (Verdict.Harness) are tagged, and when one broke the
+	// SLO rows read VOID (the run is invalid).
 	SLOs []scenario.Verdict
 }
 
