@@ -137,10 +137,12 @@ func TestBenchScenarioInproc(t *testing.T) {
   target: {kind: sim, tokenizer: `+tok+`}
   dataset: {num_prompts: 50, input_len: 32, output_len: 8}
   load: {request_rate: 100}
+  harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
   slo: {bounds: ["failed == 0", "completed == 6"]}
 - name: misses
   target: {kind: sim, tokenizer: `+tok+`}
   dataset: {num_prompts: 50, input_len: 32, output_len: 8}
+  harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
   slo: {bounds: ["p99_ttft_ms <= 0.000001"]}
 `)
 	var stdout, stderr bytes.Buffer
@@ -199,6 +201,7 @@ name: doors
 target: {kind: inproc}
 dataset: {num_prompts: 8, input_len: 32, output_len: 4, seed: 2}
 load: {request_rate: 200, max_concurrency: 4}
+harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
 slo: {bounds: ["failed == 0"]}
 `)
 	outDir := t.TempDir()
