@@ -13,6 +13,7 @@
 package cpuset
 
 import (
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,8 @@ var (
 // Isolate splits the CPUs once per process (the pinning holds for the
 // whole process, so every container target it starts gets the same
 // split) and returns the split; a shared one, with the error, when this
-// process could not be pinned.
+// process could not be pinned. GOMAXPROCS keeps its value, so benchmark
+// names keep their -N suffix.
 func Isolate() (Split, error) {
 	once.Do(func() {
 		cpus, err := usable()
@@ -95,6 +97,10 @@ func Isolate() (Split, error) {
 		if target == nil {
 			return
 		}
+		// Freeze GOMAXPROCS first: the runtime would otherwise lower it
+		// to the new mask's size, which renames the benchmarks mid-run
+		// (their -N suffix) and splits their results.
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 		if err := pin(client); err != nil {
 			errPin = err
 			return
