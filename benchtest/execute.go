@@ -114,7 +114,8 @@ func (e *InvalidRunError) Error() string {
 
 // HealthLine says in one line how the load generator fared, such as
 // "load generator: lateness p99 0.21 ms (mean 0.05), CPU 4% of 2 CPUs,
-// scheduling p99 0.10 ms, GC pauses 0.30 ms, load average 1.52".
+// scheduling p99 0.10 ms, run-queue wait 0.01 s/s, GC pauses 0.30 ms,
+// load average 1.52".
 func (o *Outcome) HealthLine() string {
 	v := func(name string) string {
 		x, ok := o.lookup(name)
@@ -127,8 +128,9 @@ func (o *Outcome) HealthLine() string {
 	if x, ok := o.lookup(metrics.ClientCPURatio); ok {
 		cpu = strconv.FormatFloat(100*x, 'f', 0, 64) + "%"
 	}
-	return fmt.Sprintf("load generator: lateness p99 %s ms (mean %s), CPU %s of %s CPUs, scheduling p99 %s ms, GC pauses %s ms, load average %s",
-		v("p99_lateness_ms"), v("mean_lateness_ms"), cpu, strings.TrimSuffix(v(metrics.ClientCPUs), ".00"), v(metrics.SchedLatencyP99MS), v(metrics.GCPauseMS), v(metrics.LoadAvg1m))
+	return fmt.Sprintf("load generator: lateness p99 %s ms (mean %s), CPU %s of %s CPUs, scheduling p99 %s ms, run-queue wait %s s/s, GC pauses %s ms, load average %s",
+		v("p99_lateness_ms"), v("mean_lateness_ms"), cpu, strings.TrimSuffix(v(metrics.ClientCPUs), ".00"), v(metrics.SchedLatencyP99MS),
+		v(metrics.RunQueueWaitRatio), v(metrics.GCPauseMS), v(metrics.LoadAvg1m))
 }
 
 // Table is the run's SLO table: the harness limits, then the SLOs.

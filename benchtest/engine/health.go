@@ -18,6 +18,8 @@ const schedLatencies = "/sched/latencies:seconds"
 // that the end of the run can report what the run itself cost.
 type healthProbe struct {
 	cpu     time.Duration
+	wait    time.Duration
+	waitOK  bool
 	gcPause uint64
 	numGC   uint32
 	sched   *rtmetrics.Float64Histogram
@@ -27,7 +29,9 @@ type healthProbe struct {
 func startHealth() *healthProbe {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return &healthProbe{cpu: cputime.Process(), gcPause: ms.PauseTotalNs, numGC: ms.NumGC, sched: readSchedLatencies()}
+	p := &healthProbe{cpu: cputime.Process(), gcPause: ms.PauseTotalNs, numGC: ms.NumGC, sched: readSchedLatencies()}
+	p.wait, p.waitOK = runQueueWait()
+	return p
 }
 
 // finish reads the counters again and returns the run's health. A process
@@ -45,6 +49,10 @@ func (p *healthProbe) finish() metrics.Health {
 		LoadAvg:  loadAverage(),
 	}
 	h.SchedLatencyP99 = histogramQuantile(p.sched, readSchedLatencies(), 0.99)
+	h.RunQueueWait = -1
+	if wait, ok := runQueueWait(); ok && p.waitOK {
+		h.RunQueueWait = max(wait-p.wait, 0)
+	}
 	return h
 }
 

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,4 +37,34 @@ func loadAverage() float64 {
 		return -1
 	}
 	return v
+}
+
+// runQueueWait is how long the threads of this process have waited, in
+// total, for a CPU while runnable (the kernel's schedstat run_delay), and
+// whether it could be read. Threads that exited take their share with
+// them, so the figure errs low.
+func runQueueWait() (time.Duration, bool) {
+	paths, err := filepath.Glob("/proc/self/task/*/schedstat")
+	if err != nil || len(paths) == 0 {
+		return 0, false
+	}
+	var total time.Duration
+	read := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		total += time.Duration(ns)
+		read++
+	}
+	return total, read > 0
 }

@@ -30,6 +30,11 @@ type Health struct {
 	// LoadAvg is the machine's one-minute load average at the end of the
 	// run; negative when unknown.
 	LoadAvg float64
+	// RunQueueWait is how long the process's threads waited, in total,
+	// for a CPU while runnable (Linux schedstat run_delay): the machine
+	// starving the generator, which Go's SchedLatencyP99 cannot see.
+	// Negative when unknown.
+	RunQueueWait time.Duration
 }
 
 // The health names Summary.Value answers (with Health.Measured), beside
@@ -48,11 +53,14 @@ const (
 	SchedLatencyP99MS = "sched_latency_p99_ms"
 	// LoadAvg1m is Health.LoadAvg.
 	LoadAvg1m = "load_avg_1m"
+	// RunQueueWaitRatio is Health.RunQueueWait over the run's duration:
+	// thread-seconds spent waiting for a CPU per second of the run.
+	RunQueueWaitRatio = "runqueue_wait_ratio"
 )
 
 // healthNames are the health names, in the order the result JSON lists
 // them.
-var healthNames = []string{ClientCPURatio, ClientCPUs, GCPauseMS, GCCycles, SchedLatencyP99MS, LoadAvg1m}
+var healthNames = []string{ClientCPURatio, ClientCPUs, GCPauseMS, GCCycles, SchedLatencyP99MS, RunQueueWaitRatio, LoadAvg1m}
 
 func isHealthName(name string) bool { return slices.Contains(healthNames, name) }
 
@@ -77,6 +85,11 @@ func (h Health) value(name string, dur time.Duration) (float64, bool) {
 		return seconds(h.SchedLatencyP99) * 1000, true
 	case LoadAvg1m:
 		return h.LoadAvg, h.LoadAvg >= 0
+	case RunQueueWaitRatio:
+		if h.RunQueueWait < 0 || dur <= 0 {
+			return 0, false
+		}
+		return seconds(h.RunQueueWait) / seconds(dur), true
 	}
 	return 0, false
 }

@@ -40,9 +40,9 @@ func TestHealthValues(t *testing.T) {
 		t.Error("health names unknown to KnownMetric")
 	}
 	s.Health = Health{Measured: true, CPUTime: time.Second, CPUs: 2, GCPause: 1500 * time.Microsecond, GCCycles: 3,
-		SchedLatencyP99: 4 * time.Millisecond, LoadAvg: 1.25}
+		SchedLatencyP99: 4 * time.Millisecond, LoadAvg: 1.25, RunQueueWait: 500 * time.Millisecond}
 	for name, want := range map[string]float64{
-		ClientCPURatio: 0.25, ClientCPUs: 2, GCPauseMS: 1.5, GCCycles: 3, SchedLatencyP99MS: 4, LoadAvg1m: 1.25,
+		ClientCPURatio: 0.25, ClientCPUs: 2, GCPauseMS: 1.5, GCCycles: 3, SchedLatencyP99MS: 4, LoadAvg1m: 1.25, RunQueueWaitRatio: 0.25,
 	} {
 		if got, ok := s.Value(name); !ok || !close(got, want, 1e-12) {
 			t.Errorf("%s = %v (%v), want %v", name, got, ok, want)
@@ -55,8 +55,10 @@ func TestHealthValues(t *testing.T) {
 	if res[ClientCPURatio] != 0.25 || res["invalid"] != "p99_lateness_ms = 80" || res["p99_lateness_ms"] == nil {
 		t.Errorf("result JSON: cpu %v, invalid %v, lateness %v", res[ClientCPURatio], res["invalid"], res["p99_lateness_ms"])
 	}
-	s.Health.LoadAvg = -1
-	if _, ok := s.Value(LoadAvg1m); ok {
-		t.Error("unknown load average reported")
+	s.Health.LoadAvg, s.Health.RunQueueWait = -1, -1
+	for _, name := range []string{LoadAvg1m, RunQueueWaitRatio} {
+		if _, ok := s.Value(name); ok {
+			t.Errorf("unknown %s reported", name)
+		}
 	}
 }

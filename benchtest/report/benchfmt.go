@@ -90,13 +90,14 @@ var healthMetrics = []struct {
 	{"client_cpu_ratio", "client-cpu-ratio", 1},
 	{"gc_pause_ms", "gc-pause-sec", 1000},
 	{"sched_latency_p99_ms", "sched-latency-p99-sec", 1000},
+	{"runqueue_wait_ratio", "runqueue-wait-ratio", 1},
 	{"load_avg_1m", "loadavg-1m", 1},
 }
 
 // HealthMetrics converts the harness health figures of a run into
 // benchstat values (all better=lower): lateness-p99-sec,
 // lateness-mean-sec, client-cpu-ratio, gc-pause-sec,
-// sched-latency-p99-sec and loadavg-1m. Figures lookup does not know are
+// sched-latency-p99-sec, runqueue-wait-ratio and loadavg-1m. Figures lookup does not know are
 // left out.
 func HealthMetrics(lookup func(name string) (float64, bool)) []BenchMetric {
 	var out []BenchMetric
