@@ -139,8 +139,8 @@ func (o *Outcome) Table() []scenario.Verdict {
 }
 
 // RunInfo is the result JSON's header: the plan's, with the run's date
-// (its end, when vLLM takes it), ramp-up events, model and, for scenario
-// runs, the target's kind and image.
+// (its end, when vLLM takes it), ramp-up events, model, why the run is
+// invalid and, for scenario runs, the target's kind, image and CPU set.
 func (o *Outcome) RunInfo() metrics.RunInfo {
 	info := o.Plan.Info
 	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
@@ -148,11 +148,8 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)
 	info.Invalid = o.Invalid()
 	if info.Extras {
-		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)], [2]string{"cpuset", o.CPUSet()})
-	}
-	if info.Extras {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
-			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
+			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image}, [2]string{"cpuset", o.CPUSet()})
 	}
 	return info
 }
