@@ -47,7 +47,7 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	for range b.N {
 		ctx, cancel := runContext(b.Context(), plan)
 		b.StartTimer()
-		o, err := Execute(ctx, plan, tgt, Hooks{})
+		o, err := Execute(ctx, plan, tgt, rerunHooks(b, "bench"))
 		b.StopTimer()
 		cancel()
 		require.NoError(b, err)

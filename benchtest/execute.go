@@ -23,6 +23,10 @@ type Hooks struct {
 	// just before the engine starts (`servegate bench` prints vLLM's
 	// traffic lines there).
 	Starting func(samples int)
+	// Rerun is called with an invalid outcome that Execute runs again
+	// (Plan.Harness.Reruns) and does not return, so that a front door can
+	// keep its result and say so.
+	Rerun func(o *Outcome)
 }
 
 // An Outcome is what one execution of a Plan produced.
@@ -45,13 +49,29 @@ type Outcome struct {
 	lookup func(string) (float64, bool)
 }
 
-// Execute runs plan once against tgt: the dataset (prepared once), the
-// engine, the summary and the SLO verdicts. A run the engine stopped early
+// Execute runs plan against tgt: the dataset (prepared once), the engine,
+// the summary, the harness health and the SLO verdicts. An invalid run
+// (the load generator fell behind) is run again, up to
+// Plan.Harness.Reruns times, and hooks.Rerun sees each one that was; the
+// last outcome is returned, valid or not. A run the engine stopped early
 // still returns its Outcome, with Result.Stopped saying why.
 func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcome, error) {
 	if err := plan.Prepare(ctx); err != nil {
 		return nil, err
 	}
+	for attempt := 0; ; attempt++ {
+		o, err := executeOnce(ctx, plan, tgt, hooks)
+		if err != nil || o.Invalid() == "" || attempt >= plan.Harness.Reruns || ctx.Err() != nil {
+			return o, err
+		}
+		if hooks.Rerun != nil {
+			hooks.Rerun(o)
+		}
+	}
+}
+
+// executeOnce runs a prepared plan once.
+func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcome, error) {
 	cfg := plan.Engine
 	cfg.BaseURL = tgt.BaseURL
 	cfg.Model = tgt.Model

@@ -21,13 +21,13 @@ import (
 
 // execute runs a scenario once against its target, outside any test
 // assertion, and returns the outcome.
-func execute(t *testing.T, sc *scenario.Scenario) *Outcome {
+func execute(t *testing.T, sc *scenario.Scenario, hooks Hooks) *Outcome {
 	t.Helper()
 	plan := NewPlan(sc)
 	tgt, err := StartTarget(t.Context(), plan.Target, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tgt.Close(context.Background()) })
-	o, err := Execute(t.Context(), plan, tgt, Hooks{})
+	o, err := Execute(t.Context(), plan, tgt, hooks)
 	require.NoError(t, err)
 	return o
 }
@@ -40,8 +40,12 @@ func TestInvalidRunIsNotTheServersFault(t *testing.T) {
 	dir := useOut(t)
 	// No request can be sent within a nanosecond of being free, and no
 	// server answers within a microsecond.
-	bad := parse(t, strings.Replace(tiny, "harness: {max_lateness_p99: 0, max_cpu: 0,", "harness: {max_lateness_p99: 1ns, max_cpu: 0.9,", 1)+"    - p99_ttft_ms <= 0.001\n")
-	o := execute(t, bad)
+	bad := parse(t, strings.Replace(tiny, "harness: {max_lateness_p99: 0, max_cpu: 0,", "harness: {reruns: 1, max_lateness_p99: 1ns, max_cpu: 0.9,", 1)+"    - p99_ttft_ms <= 0.001\n")
+	var reruns []*Outcome
+	o := execute(t, bad, Hooks{Rerun: func(o *Outcome) { reruns = append(reruns, o) }})
+	require.Len(t, reruns, 1, "an invalid run is run again harness.reruns times")
+	assert.NotSame(t, o, reruns[0])
+	assert.NotEmpty(t, reruns[0].Invalid())
 	err := o.InvalidError()
 	require.Error(t, err)
 	var ie *InvalidRunError
@@ -58,7 +62,7 @@ func TestInvalidRunIsNotTheServersFault(t *testing.T) {
 	assert.NotContains(t, table.String(), "FAIL")
 
 	// Limits off: this run is valid however loaded the machine is.
-	good := execute(t, parse(t, tiny))
+	good := execute(t, parse(t, tiny), Hooks{})
 	require.NoError(t, good.InvalidError(), good.HealthLine())
 	for _, o := range []*Outcome{o, good} {
 		_, err := out.writeBenchfmt(testBenchfmt, "Scenarios/scenario=tiny", o.BenchConfig(), o.BenchMetrics())

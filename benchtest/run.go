@@ -70,7 +70,7 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 	plan, tgt := start(t, owner, sc)
 	ctx, cancel := runContext(t.Context(), plan)
 	defer cancel()
-	o, err := Execute(ctx, plan, tgt, Hooks{})
+	o, err := Execute(ctx, plan, tgt, rerunHooks(t, "test"))
 	require.NoError(t, err)
 	save(t, o, "test", testBenchfmt, t.Name())
 	logRun(t, o)
@@ -98,6 +98,18 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 	if t.Failed() {
 		logFailures(t, o)
 	}
+}
+
+// rerunHooks keep the result JSON of every invalid run that Execute runs
+// again and say so; only the last run gets a benchfmt line.
+func rerunHooks(tb testing.TB, mode string) Hooks {
+	return Hooks{Rerun: func(o *Outcome) {
+		path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
+		if err != nil {
+			tb.Errorf("save result: %v", err)
+		}
+		tb.Logf("%s\n%v; running it again (harness.reruns %d), its result: %s", o.HealthLine(), o.InvalidError(), o.Plan.Harness.Reruns, path)
+	}}
 }
 
 // save writes the run's result JSON and benchfmt line, and logs where.

@@ -26,6 +26,11 @@ type Harness struct {
 	// runnable; past it TTFT and ITL include the client's own delay.
 	// Default 50ms.
 	MaxSchedLatencyP99 Duration `yaml:"max_sched_latency_p99"`
+	// Reruns is how many times an invalid run is run again before the
+	// run counts as invalid: a moment of overload (a burst of other work
+	// on the machine) then costs time, not a verdict. Default 2; 0 never
+	// runs again.
+	Reruns int `yaml:"reruns"`
 }
 
 // The harness defaults; docs/scenarios.md repeats them.
@@ -36,6 +41,10 @@ const (
 	DefaultMaxCPU = 0.9
 	// DefaultMaxSchedLatencyP99 is the default harness.max_sched_latency_p99.
 	DefaultMaxSchedLatencyP99 = Duration(50 * time.Millisecond)
+	// DefaultReruns is the default harness.reruns.
+	DefaultReruns = 2
+	// MaxReruns bounds harness.reruns.
+	MaxReruns = 10
 )
 
 // DefaultHarness is the harness of a scenario that writes none, and of
@@ -44,6 +53,7 @@ var DefaultHarness = Harness{
 	MaxLatenessP99:     DefaultMaxLatenessP99,
 	MaxCPU:             DefaultMaxCPU,
 	MaxSchedLatencyP99: DefaultMaxSchedLatencyP99,
+	Reruns:             DefaultReruns,
 }
 
 // Bounds are the harness limits as bounds on the health metrics
@@ -87,6 +97,9 @@ func (sc *Scenario) applyHarnessDefaults() {
 	if !p.has("harness.max_sched_latency_p99") {
 		h.MaxSchedLatencyP99 = DefaultHarness.MaxSchedLatencyP99
 	}
+	if !p.has("harness.reruns") {
+		h.Reruns = DefaultHarness.Reruns
+	}
 }
 
 func (sc *Scenario) validateHarness() error {
@@ -98,6 +111,9 @@ func (sc *Scenario) validateHarness() error {
 		if d.v < 0 {
 			return sc.errorf("harness."+d.key, "must not be negative (0 turns the check off), got %s", d.v.D())
 		}
+	}
+	if h.Reruns < 0 || h.Reruns > MaxReruns {
+		return sc.errorf("harness.reruns", "must be in [0, %d], got %d", MaxReruns, h.Reruns)
 	}
 	if math.IsNaN(h.MaxCPU) || h.MaxCPU < 0 || h.MaxCPU > 1 {
 		return sc.errorf("harness.max_cpu", "must be a share of the CPUs in [0, 1] (0 turns the check off), got %s", strconv.FormatFloat(h.MaxCPU, 'g', -1, 64))

@@ -21,6 +21,7 @@ func TestHarnessDefaultsAndOverrides(t *testing.T) {
 	assert.Equal(t, Duration(20*time.Millisecond), h.MaxLatenessP99)
 	assert.Zero(t, h.MaxCPU, "a written 0 turns the check off")
 	assert.Len(t, h.Bounds(), 2)
+	assert.Equal(t, DefaultReruns, h.Reruns)
 }
 
 // TestHarnessCheckFailsClosed: a health figure that was not measured

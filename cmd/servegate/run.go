@@ -69,6 +69,12 @@ func (r *benchRun) drive(ctx context.Context, tgt *benchtest.Target) (*benchtest
 			bar.Update(done, total)
 		}
 	}
+	hooks.Rerun = func(o *benchtest.Outcome) {
+		if bar != nil {
+			bar.Finish()
+		}
+		fmt.Fprintf(r.stderr, "warning: %v; running it again (harness.reruns %d)\n", o.InvalidError(), o.Plan.Harness.Reruns)
+	}
 	o, err := benchtest.Execute(ctx, r.plan, tgt, hooks)
 	if bar != nil {
 		bar.Finish()

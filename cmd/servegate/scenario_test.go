@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,6 +177,7 @@ slo: {bounds: ["p99_ttft_ms <= 0.000001"]}
 	assert.Equal(t, 2, code, "%s\n%s", stdout.String(), stderr.String())
 	assert.Contains(t, stderr.String(), "servegate bench: scenario behind: invalid run: load generator fell behind: p99_lateness_ms = ")
 	assert.NotContains(t, stderr.String(), "SLO not met")
+	assert.Equal(t, scenario.DefaultReruns, strings.Count(stderr.String(), "running it again"), "an invalid run is run again harness.reruns times")
 	assert.Regexp(t, `p99_ttft_ms\s+<= 1e-06\s+\S+\s+VOID`, stdout.String())
 	assert.Contains(t, stdout.String(), "load generator: lateness p99 ")
 }
