@@ -52,12 +52,15 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	for range b.N {
 		ctx, cancel := runContext(b.Context(), plan)
 		b.StartTimer()
-		o, err := Execute(ctx, plan, tgt, Hooks{})
+		o, err := Execute(ctx, plan, tgt, rerunHooks(b, "bench"))
 		b.StopTimer()
 		cancel()
 		require.NoError(b, err)
 		save(b, o, "bench", benchBenchfmt, b.Name())
 		logRun(b, o)
+		if err := o.InvalidError(); err != nil {
+			b.Logf("%v; this sample is marked invalid in %s", err, benchBenchfmt)
+		}
 		for _, m := range o.BenchMetrics() {
 			if _, ok := sums[m.Unit]; !ok {
 				units = append(units, m.Unit)
@@ -72,7 +75,7 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.ReportMetric(0, "ns/op")
 	if last != nil {
 		var table bytes.Buffer
-		_ = report.WriteSLOTable(&table, last.Verdicts)
+		_ = report.WriteSLOTable(&table, last.Table())
 		b.Logf("SLOs of the last run (not asserted by Bench):\n%s", table.String())
 	}
 }

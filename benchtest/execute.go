@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/internal/cpuset"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
@@ -21,6 +24,10 @@ type Hooks struct {
 	// just before the engine starts (`servegate bench` prints vLLM's
 	// traffic lines there).
 	Starting func(samples int)
+	// Rerun is called with an invalid outcome that Execute runs again
+	// (Plan.Harness.Reruns) and does not return, so that a front door can
+	// keep its result and say so.
+	Rerun func(o *Outcome)
 }
 
 // An Outcome is what one execution of a Plan produced.
@@ -33,14 +40,21 @@ type Outcome struct {
 	Result *engine.Result
 	// Summary is vLLM's summary of the records.
 	Summary *metrics.Summary
-	// Verdicts are the SLO checks, in the order of Plan.SLO.Bounds.
+	// Verdicts are the SLO checks, in the order of Plan.SLO.Bounds. They
+	// say nothing about the server when the run is invalid (Invalid).
 	Verdicts []scenario.Verdict
+	// Health are the checks of the load generator's health, in the order
+	// of Plan.Harness.Bounds; any failure makes the run invalid.
+	Health []scenario.Verdict
 
 	lookup func(string) (float64, bool)
 }
 
-// Execute runs plan once against tgt: the dataset (prepared once), the
-// engine, the summary and the SLO verdicts. A run the engine stopped early
+// Execute runs plan against tgt: the dataset (prepared once), the engine,
+// the summary, the harness health and the SLO verdicts. An invalid run
+// (the load generator fell behind) is run again, up to
+// Plan.Harness.Reruns times, and hooks.Rerun sees each one that was; the
+// last outcome is returned, valid or not. A run the engine stopped early
 // still returns its Outcome, with Result.Stopped saying why.
 func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcome, error) {
 	if err := checkStartAt(plan); err != nil {
@@ -49,6 +63,19 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 	if err := plan.Prepare(ctx); err != nil {
 		return nil, err
 	}
+	for attempt := 0; ; attempt++ {
+		o, err := executeOnce(ctx, plan, tgt, hooks)
+		if err != nil || o.Invalid() == "" || attempt >= plan.Harness.Reruns || ctx.Err() != nil {
+			return o, err
+		}
+		if hooks.Rerun != nil {
+			hooks.Rerun(o)
+		}
+	}
+}
+
+// executeOnce runs a prepared plan once.
+func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcome, error) {
 	cfg := plan.Engine
 	cfg.BaseURL = tgt.BaseURL
 	cfg.Model = tgt.Model
@@ -66,8 +93,10 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 		return nil, err
 	}
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
+	sum.Health = res.Health
 	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum}
 	o.lookup = scenario.WithDerived(measured(sum))
+	o.Health = plan.Harness.Check(o.lookup)
 	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
 }
@@ -82,17 +111,89 @@ func measured(sum *metrics.Summary) func(string) (float64, bool) {
 		return sum.Value
 	}
 	return func(name string) (float64, bool) {
-		switch name {
-		case "completed", "failed", "failure_ratio", "duration":
-			return sum.Value(name)
+		if servedMeasure(name) {
+			return 0, false
 		}
-		return 0, false
+		return sum.Value(name)
 	}
 }
 
+// Invalid says why the run is invalid, the failed harness limits such as
+// "p99_lateness_ms = 812.5, want <= 50", or "" for a valid run.
+func (o *Outcome) Invalid() string {
+	return report.SLOFailure(o.Health)
+}
+
+// InvalidError is the error of an invalid run: the load generator fell
+// behind, so the numbers say nothing about the server.
+func (o *Outcome) InvalidError() error {
+	why := o.Invalid()
+	if why == "" {
+		return nil
+	}
+	return &InvalidRunError{Scenario: o.Plan.Name, Reason: why}
+}
+
+// An InvalidRunError says that a run is invalid: the load generator fell
+// behind (Reason names the harness limits it broke), so its numbers say
+// nothing about the server and its SLOs were not judged.
+type InvalidRunError struct {
+	// Scenario is the scenario's name ("" for a plain run).
+	Scenario string
+	// Reason lists the broken limits.
+	Reason string
+}
+
+func (e *InvalidRunError) Error() string {
+	msg := "invalid run: load generator fell behind: " + e.Reason +
+		"; the numbers say nothing about the server, its SLOs were not judged (free CPU for the load generator, or raise the scenario's harness limits)"
+	if e.Scenario != "" {
+		return "scenario " + e.Scenario + ": " + msg
+	}
+	return msg
+}
+
+// HealthLine says in one line how the load generator fared, such as
+// "load generator: lateness p99 0.21 ms (mean 0.05), CPU 4% of 2 CPUs,
+// scheduling p99 0.10 ms, run-queue wait 0.01 s/s, GC pauses 0.30 ms,
+// load average 1.52".
+func (o *Outcome) HealthLine() string {
+	v := func(name string) string {
+		x, ok := o.lookup(name)
+		if !ok {
+			return "?"
+		}
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	cpu := "?"
+	if x, ok := o.lookup(metrics.ClientCPURatio); ok {
+		cpu = strconv.FormatFloat(100*x, 'f', 0, 64) + "%"
+	}
+	return fmt.Sprintf("load generator: lateness p99 %s ms (mean %s), CPU %s of %s CPUs, scheduling p99 %s ms, run-queue wait %s s/s, GC pauses %s ms, load average %s",
+		v("p99_lateness_ms"), v("mean_lateness_ms"), cpu, strings.TrimSuffix(v(metrics.ClientCPUs), ".00"), v(metrics.SchedLatencyP99MS),
+		v(metrics.RunQueueWaitRatio), v(metrics.GCPauseMS), v(metrics.LoadAvg1m))
+}
+
+// Table is the run's SLO table: the harness limits, then the SLOs.
+func (o *Outcome) Table() []scenario.Verdict {
+	return append(o.Health[:len(o.Health):len(o.Health)], o.Verdicts...)
+}
+
+// servedMeasure reports whether a summary value measures the server's
+// answers (latency, throughput, goodput) rather than counting requests or
+// describing the load generator.
+func servedMeasure(name string) bool {
+	for _, m := range []string{"_ttft_", "_tpot_", "_itl_", "_e2el_", "throughput", "goodput", "max_output_tokens_per_s"} {
+		if strings.Contains(name, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // RunInfo is the result JSON's header: the plan's, with the run's date
-// (its end, when vLLM takes it), ramp-up events, model and, for scenario
-// runs, the target's kind and image.
+// (its end, when vLLM takes it), ramp-up events, model, why the run is
+// invalid and, for scenario runs, the target's kind, image and CPU set.
 func (o *Outcome) RunInfo() metrics.RunInfo {
 	info := o.Plan.Info
 	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
@@ -106,9 +207,10 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 			}
 		}
 	}
+	info.Invalid = o.Invalid()
 	if info.Extras {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
-			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
+			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image}, [2]string{"cpuset", o.CPUSet()})
 	}
 	info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)], shardInfo(o)...)
 	return info
@@ -127,7 +229,8 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 }
 
 // BenchConfig is the benchfmt file configuration of a run: what must be
-// equal for two results to be comparable.
+// equal for two results to be comparable, and "invalid" with the reason
+// when the run is invalid (the key is absent from a valid run's result).
 func (o *Outcome) BenchConfig() []report.BenchConfig {
 	p := o.Plan
 	cfg := []report.BenchConfig{
@@ -138,6 +241,10 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 		{Key: "endpoint", Value: p.Engine.Endpoint},
 		{Key: "dataset", Value: p.Dataset.Name},
 		{Key: "scenario-sha", Value: p.SHA},
+		{Key: "cpuset", Value: o.CPUSet()},
+	}
+	if why := o.Invalid(); why != "" {
+		cfg = append(cfg, report.Invalid(why))
 	}
 	if o.Interrupted() {
 		cfg = append(cfg, report.Interrupted())
@@ -145,9 +252,16 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 	return cfg
 }
 
-// BenchMetrics are the run's values in benchstat units.
+// CPUSet says how the target and the load generator shared the CPUs:
+// Target.CPUSet, "shared" when the target did not say.
+func (o *Outcome) CPUSet() string {
+	return cmp.Or(o.Target.CPUSet, cpuset.Shared)
+}
+
+// BenchMetrics are the run's values in benchstat units, the harness
+// health figures last.
 func (o *Outcome) BenchMetrics() []report.BenchMetric {
-	return report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
+	return append(report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles), report.HealthMetrics(o.lookup)...)
 }
 
 // Value returns a summary value by its SLO metric name (derived ones

@@ -68,9 +68,8 @@ slo: {bounds: ["p99_ttft_ms <= 1000", "mean_tpot_ms <= 100"]}
 		assert.False(t, v.Found, v.Bound.Metric)
 		assert.False(t, v.Pass, v.Bound.Metric)
 	}
-	var units []string
 	for _, m := range o.BenchMetrics() {
-		units = append(units, m.Unit)
+		assert.NotRegexp(t, `^(ttft|tpot|itl|e2el)-|tok/s|req/s`, m.Unit, "an all-failed run measured no latency or throughput")
 	}
-	assert.Equal(t, []string{"fail-ratio"}, units)
+	assert.NotEmpty(t, o.BenchMetrics(), "fail-ratio and the harness health remain")
 }

@@ -49,6 +49,10 @@ type Plan struct {
 	// SLO holds the bounds the run is checked against (none for a plain
 	// `servegate bench` run).
 	SLO scenario.SLO
+	// Harness holds the limits on the load generator's health past which
+	// the run is invalid (the scenario's harness; the zero value, of a
+	// plain `servegate bench` run, checks nothing but still measures).
+	Harness scenario.Harness
 	// Info is the result JSON's header. Execute fills Date, RPSChanges,
 	// ModelID when empty and, with Info.Extras, the target metadata.
 	Info metrics.RunInfo
@@ -119,7 +123,8 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			Goodput:           sc.SLO.Goodput,
 			Pooling:           client.IsPooling(sc.Backend),
 		},
-		SLO: sc.SLO,
+		SLO:     sc.SLO,
+		Harness: sc.Harness,
 		Info: metrics.RunInfo{
 			Backend:        sc.Backend,
 			Label:          sc.Name,

@@ -77,21 +77,27 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 	plan, tgt := start(t, owner, sc)
 	ctx, cancel := runContext(t.Context(), plan)
 	defer cancel()
-	o, err := Execute(ctx, plan, tgt, Hooks{})
+	o, err := Execute(ctx, plan, tgt, rerunHooks(t, "test"))
 	require.NoError(t, err)
 	save(t, o, "test", testBenchfmt, t.Name())
 	logRun(t, o)
 
 	var table bytes.Buffer
-	require.NoError(t, report.WriteSLOTable(&table, o.Verdicts))
+	require.NoError(t, report.WriteSLOTable(&table, o.Table()))
 	t.Logf("scenario %s on %s target (%s): %d completed, %d failed in %.2fs\n%s",
 		plan.Name, tgt.Kind, tgt.Model, o.Summary.Completed, o.Summary.Failed, o.Result.Duration.Seconds(), table.String())
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "### %s\n\n", t.Name())
-	_ = report.WriteSLOMarkdown(&md, o.Verdicts)
+	_ = report.WriteSLOMarkdown(&md, o.Table())
 	md.WriteString("\n")
 	if err := out.appendText(sloMarkdown, md.String()); err != nil {
 		t.Errorf("write slo table: %v", err)
+	}
+	if err := o.InvalidError(); err != nil {
+		// The server's SLOs are not judged: a generator that fell behind
+		// would blame the server for its own delay.
+		t.Error(err)
+		return
 	}
 	for _, v := range o.Verdicts {
 		assert.Truef(t, v.Pass, "SLO violated in scenario %s: %s", plan.Name, report.SLOFailure([]scenario.Verdict{v}))
@@ -99,6 +105,18 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 	if t.Failed() {
 		logFailures(t, o)
 	}
+}
+
+// rerunHooks keep the result JSON of every invalid run that Execute runs
+// again and say so; only the last run gets a benchfmt line.
+func rerunHooks(tb testing.TB, mode string) Hooks {
+	return Hooks{Rerun: func(o *Outcome) {
+		path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
+		if err != nil {
+			tb.Errorf("save result: %v", err)
+		}
+		tb.Logf("%s\n%v; running it again (harness.reruns %d), its result: %s", o.HealthLine(), o.InvalidError(), o.Plan.Harness.Reruns, path)
+	}}
 }
 
 // save writes the run's result JSON and benchfmt line, and logs where.
@@ -115,9 +133,11 @@ func save(tb testing.TB, o *Outcome, mode, benchfmtFile, testName string) {
 	tb.Logf("results: %s, %s", path, bpath)
 }
 
-// logRun logs why a run stopped early and the engine's warnings.
+// logRun logs the load generator's health, why a run stopped early and
+// the engine's warnings.
 func logRun(tb testing.TB, o *Outcome) {
 	tb.Helper()
+	tb.Log(o.HealthLine())
 	if o.Result.Stopped != nil {
 		tb.Logf("the run stopped early: %v", o.Result.Stopped)
 	}

@@ -25,6 +25,11 @@ type Target struct {
 	ServedModelName string
 	// Image is the container image, "" for inproc and url targets.
 	Image string
+	// CPUSet says how the CPUs are shared with the load generator, as
+	// the benchfmt configuration records it: "target=0-1 client=2-3" when
+	// a container target and this process got disjoint CPU sets
+	// (internal/cpuset), else "shared".
+	CPUSet string
 
 	logs  func(ctx context.Context) (string, error)
 	close func(ctx context.Context) error

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 
+	"github.com/servegate/servegate/benchtest/internal/cpuset"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/simulator"
@@ -42,6 +44,10 @@ func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target
 	}
 	if spec.Image != "" {
 		opts = append(opts, testcontainers.WithImage(spec.Image))
+	}
+	pin, cpus := isolation(log)
+	if pin != nil {
+		opts = append(opts, pin)
 	}
 	ctr, err := simulator.Run(ctx, opts...)
 	if err != nil {
@@ -76,9 +82,28 @@ func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target
 		Model:           cmp.Or(spec.Model, served),
 		ServedModelName: served,
 		Image:           image,
+		CPUSet:          cpus,
 		logs:            containerLogs(ctr),
 		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
 	}, nil
+}
+
+// isolation gives a container target and this process disjoint CPU sets
+// when the machine has the cores (cpuset.Isolate): it returns the option
+// that pins the container, nil when the CPUs stay shared, and the split
+// as the benchfmt configuration records it. A process that cannot be
+// pinned shares its CPUs and says so on log.
+func isolation(log io.Writer) (testcontainers.ContainerCustomizer, string) {
+	split, err := cpuset.Isolate()
+	if err != nil && log != nil {
+		fmt.Fprintf(log, "the target shares the load generator's CPUs: %v\n", err)
+	}
+	if split.Target == "" {
+		return nil, split.String()
+	}
+	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.CpusetCpus = split.Target
+	}), split.String()
 }
 
 // hfHome is the host's Hugging Face home (the directory holding hub/), or
@@ -118,7 +143,7 @@ func containerLogs(ctr testcontainers.Container) func(ctx context.Context) (stri
 // served_model_name, args (vllm serve flags), env, image (default the
 // module's pinned image, or SERVEGATE_IMAGE), with the host's Hugging Face
 // cache mounted so that a model is downloaded once, not on every run.
-func startVLLM(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
+func startVLLM(ctx context.Context, spec scenario.Target, log io.Writer) (*Target, error) {
 	dockertest.SetDefaults()
 	opts := []testcontainers.ContainerCustomizer{
 		vllm.WithModel(spec.Model),
@@ -135,6 +160,10 @@ func startVLLM(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target,
 	}
 	if len(spec.Env) > 0 {
 		opts = append(opts, vllm.WithEnv(spec.Env))
+	}
+	pin, cpus := isolation(log)
+	if pin != nil {
+		opts = append(opts, pin)
 	}
 	ctr, err := vllm.Run(ctx, spec.Image, opts...)
 	if err != nil {
@@ -160,6 +189,7 @@ func startVLLM(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target,
 		Model:           spec.Model,
 		ServedModelName: ctr.Model,
 		Image:           image,
+		CPUSet:          cpus,
 		logs:            func(context.Context) (string, error) { return ctr.LogTail(), nil },
 		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
 	}, nil

@@ -46,13 +46,22 @@ type dispatcher struct {
 // request goroutines. The queue is first come, first served either way; a
 // request that fell due while the loop waited for a slot counts as
 // released at its scheduled time, which is what a goroutine per request
-// would have recorded.
+// would have recorded. Each record's Free says when the request could
+// have gone (its time had come and a slot was free), so that the
+// generator's own lateness (Start minus Free) is told apart from waiting
+// for a slot.
 func (d *dispatcher) run(ctx context.Context, res *Result) {
 	n := len(d.reqs)
 	res.Records = make([]metrics.Record, n)
-	var sem chan struct{}
-	if d.cfg.MaxConcurrency > 0 {
-		sem = make(chan struct{}, d.cfg.MaxConcurrency)
+	// A concurrency slot is a token holding when it was last released
+	// (0 for a slot never taken), so that a request that waited for one
+	// knows when it became free to go (Record.Free).
+	var slots chan time.Duration
+	if n := d.cfg.MaxConcurrency; n > 0 {
+		slots = make(chan time.Duration, n)
+		for range n {
+			slots <- 0
+		}
 	}
 	ramp := d.cfg.RampUp
 	lastRPS := -1
@@ -93,12 +102,14 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 				lastRPS = cur
 			}
 		}
-		if sem != nil {
+		free := d.offsets[i]
+		if slots != nil {
+			var released time.Duration
 			select {
-			case sem <- struct{}{}:
+			case released = <-slots:
 			default:
 				select {
-				case sem <- struct{}{}:
+				case released = <-slots:
 					unblocked = time.Since(epoch)
 				case <-ctx.Done():
 					stop(i, "not sent: run stopped while waiting for a concurrency slot", dispatched)
@@ -106,17 +117,18 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 			}
 			if ctx.Err() != nil {
 				if !res.Records[i].Unsent {
-					<-sem
+					slots <- released
 					stop(i, "not sent: run stopped", dispatched)
 				}
 				break
 			}
+			free = max(free, released)
 		}
 		wg.Go(func() {
-			if sem != nil {
-				defer func() { <-sem }()
+			if slots != nil {
+				defer func() { slots <- time.Since(epoch) }()
 			}
-			res.Records[i] = d.send(ctx, i, dispatched, prep)
+			res.Records[i] = d.send(ctx, i, dispatched, free, prep)
 			d.progress()
 		})
 		// The new goroutine waits in this processor's run queue; yield so
@@ -128,17 +140,18 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 	res.Duration = time.Since(epoch)
 }
 
-// send sends request i (prepared as prep), released at dispatched, once it
-// holds a concurrency slot.
-func (d *dispatcher) send(ctx context.Context, i int, dispatched time.Duration, prep client.Prepared) metrics.Record {
+// send sends request i (prepared as prep), released at dispatched and
+// free to go at free, once it holds a concurrency slot.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched, free time.Duration, prep client.Prepared) metrics.Record {
 	if ctx.Err() != nil {
 		rec := d.unsent(i, "not sent: run stopped")
-		rec.Dispatched = dispatched
+		rec.Dispatched, rec.Free = dispatched, free
 		return rec
 	}
 	rec := d.client.DoPrepared(ctx, prep)
 	rec.Scheduled = d.offsets[i]
 	rec.Dispatched = dispatched
+	rec.Free = free
 	return rec
 }
 
@@ -148,6 +161,7 @@ func (d *dispatcher) unsent(i int, why string) metrics.Record {
 	return metrics.Record{
 		RequestID: r.RequestID,
 		Scheduled: d.offsets[i],
+		Free:      d.offsets[i],
 		PromptLen: r.PromptLen,
 		Unsent:    true,
 		Failure:   metrics.FailureCanceled,

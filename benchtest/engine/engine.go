@@ -177,6 +177,10 @@ type Result struct {
 	Stopped error
 	// Warnings are non-fatal problems, such as a failed profiler call.
 	Warnings []error
+	// Health is how the load generator's process fared during the run
+	// (CPU, GC pauses, scheduling delays), measured from the first
+	// scheduled request to the end of the last one.
+	Health metrics.Health
 }
 
 // Run runs the benchmark described by cfg over samples. It returns an error
@@ -247,7 +251,9 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		defer stop()
 	}
 	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: mine, rates: rates, spin: max(cfg.SpinWindow, 0)}
+	probe := startHealth()
 	d.run(runCtx, res)
+	res.Health = probe.finish()
 	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
 	}

@@ -136,7 +136,22 @@ func TestConcurrencyLimitQueuesWithoutDelayingDispatch(t *testing.T) {
 				t.Errorf("request %d: scheduled %v dispatched %v start %v, want %v %v %v", i, r.Scheduled, r.Dispatched, r.Start, sched, sched, start)
 			}
 		}
+		for i, r := range res.Records {
+			// Each request was free to go when the one before it ended.
+			if r.Free != r.Start {
+				t.Errorf("request %d: free %v, start %v: waiting for a slot counted as lateness", i, r.Free, r.Start)
+			}
+		}
 		s := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
+		if v, _ := s.Value("p99_lateness_ms"); v != 0 {
+			t.Errorf("p99 lateness %v ms, want 0", v)
+		}
+		if v, _ := s.Value("p99_schedule_lag_ms"); v < 700 {
+			t.Errorf("p99 schedule lag %v ms, want the slot waits (750)", v)
+		}
+		if !res.Health.Measured || res.Health.CPUs < 1 {
+			t.Errorf("health not measured: %+v", res.Health)
+		}
 		// Queue times are 0, 150, 300, 450, 600, 750 ms.
 		if v, _ := s.Value("mean_queue_ms"); math.Abs(v-375) > 1e-9 {
 			t.Errorf("mean queue %v ms, want 375", v)

@@ -10,15 +10,16 @@ import (
 // "<stat>_<metric>_ms" where stat is mean, median, std or p<percentile>
 // (the percentile formatted as vLLM formats it: "p99", "p99.9", "p50") and
 // metric is one of vLLM's ttft, tpot, itl, e2el or servegate's extras queue
-// (client queue time), schedule_lag and e2el_with_queue. servegate also
-// knows failed_<kind> for each FailureKind and failure_ratio.
+// (client queue time), schedule_lag, e2el_with_queue and lateness (the
+// load generator's own delay). servegate also knows failed_<kind> for each
+// FailureKind, failure_ratio, and the harness health names of Health.
 
 // vllmMetrics are vLLM's latency metrics in the order its result JSON
 // lists them.
 var vllmMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 
 // extraMetrics are servegate's latency metrics beside vLLM's.
-var extraMetrics = []string{"queue", "schedule_lag", "e2el_with_queue"}
+var extraMetrics = []string{"queue", "schedule_lag", "e2el_with_queue", "lateness"}
 
 var scalarNames = map[string]bool{
 	"duration": true, "completed": true, "failed": true,
@@ -39,7 +40,7 @@ func init() {
 // for validating SLOs in scenario files. Percentiles are accepted in the
 // form vLLM writes them ("p99", "p99.9", "p0", "p100"; not "p99.0").
 func KnownMetric(name string) bool {
-	if scalarNames[name] {
+	if scalarNames[name] || isHealthName(name) {
 		return true
 	}
 	_, _, _, ok := parseStatName(name)
@@ -132,6 +133,9 @@ func (s *Summary) Value(name string) (float64, bool) {
 		}
 		return 0, true
 	}
+	if isHealthName(name) {
+		return s.Health.value(name, s.Duration)
+	}
 	if kind, ok := strings.CutPrefix(name, "failed_"); ok && scalarNames[name] {
 		return float64(s.FailuresByKind[FailureKind(kind)]), true
 	}
@@ -172,6 +176,8 @@ func (s *Summary) stats(metric string) (Stats, bool) {
 		return s.ScheduleLag, true
 	case "e2el_with_queue":
 		return s.E2ELWithQueue, true
+	case "lateness":
+		return s.Lateness, true
 	}
 	return Stats{}, false
 }

@@ -37,6 +37,12 @@ type Record struct {
 	// Dispatched is when the dispatcher released the request, before it
 	// waited for a concurrency slot.
 	Dispatched time.Duration
+	// Free is when the engine was free to send the request: its scheduled
+	// time, or, when it had to wait for a concurrency slot, the moment the
+	// slot it took was released, whichever is later. Start minus Free is
+	// the engine's lateness: how far the load generator fell behind,
+	// without the wait for a slot.
+	Free time.Duration
 	// Start is when the request was sent, after any concurrency wait.
 	Start time.Duration
 	// Unsent is true for a request the run was stopped before sending

@@ -17,6 +17,7 @@ func (s *Summary) recordArrays() object {
 	prompts := make([]int, n)
 	sched := make([]float64, n)
 	disp := make([]float64, n)
+	free := make([]float64, n)
 	kinds := make([]string, n)
 	unsent := make([]any, n)
 	chunks := make([]any, n)
@@ -26,6 +27,7 @@ func (s *Summary) recordArrays() object {
 		prompts[i] = r.PromptLen
 		sched[i] = seconds(r.Scheduled)
 		disp[i] = seconds(r.Dispatched)
+		free[i] = seconds(r.Free)
 		kinds[i] = string(r.Failure)
 		if !r.Success && r.Failure == FailureNone {
 			kinds[i] = string(FailureStream)
@@ -37,7 +39,7 @@ func (s *Summary) recordArrays() object {
 	}
 	return object{
 		{"request_ids", ids}, {"prompt_lens", prompts},
-		{"scheduled_times", sched}, {"dispatch_times", disp},
+		{"scheduled_times", sched}, {"dispatch_times", disp}, {"free_times", free},
 		{"failure_kinds", kinds}, {"unsent", unsent}, {"chunk_tokens", chunks},
 	}
 }
@@ -57,6 +59,7 @@ type savedResult struct {
 	PromptLens     []int       `json:"prompt_lens"`
 	ScheduledTimes []float64   `json:"scheduled_times"`
 	DispatchTimes  []float64   `json:"dispatch_times"`
+	FreeTimes      []float64   `json:"free_times"`
 	FailureKinds   []string    `json:"failure_kinds"`
 	Unsent         []bool      `json:"unsent"`
 	ChunkTokens    [][]int     `json:"chunk_tokens"`
@@ -71,7 +74,9 @@ type savedResult struct {
 // the scheduled times equal the start times, a request failed when its
 // error is not empty (kind stream_error), the prompt length is the
 // server's count, and each chunk counts as one token for the peak output
-// rate. Times round to the nanosecond they were written from.
+// rate; a file without free_times (written before servegate measured
+// lateness) reads as sent on time. Times round to the nanosecond they
+// were written from.
 func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 	var v savedResult
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&v); err != nil {
@@ -94,7 +99,7 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		"input_lens": len(v.InputLens), "output_lens": len(v.OutputLens), "ttfts": len(v.TTFTs),
 		"itls": len(v.ITLs), "generated_texts": len(v.GeneratedTexts), "request_ids": len(v.RequestIDs),
 		"prompt_lens": len(v.PromptLens), "scheduled_times": len(v.ScheduledTimes),
-		"dispatch_times": len(v.DispatchTimes), "failure_kinds": len(v.FailureKinds), "unsent": len(v.Unsent),
+		"dispatch_times": len(v.DispatchTimes), "free_times": len(v.FreeTimes), "failure_kinds": len(v.FailureKinds), "unsent": len(v.Unsent),
 		"chunk_tokens": len(v.ChunkTokens),
 	} {
 		if err := check(name, l); err != nil {
@@ -106,7 +111,7 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 	for i := range recs {
 		r := &recs[i]
 		r.Start, r.Latency, r.Error = ns(v.StartTimes[i]), ns(v.Latencies[i]), v.Errors[i]
-		r.Scheduled, r.Dispatched = r.Start, r.Start
+		r.Scheduled, r.Dispatched, r.Free = r.Start, r.Start, r.Start
 		if v.TTFTs != nil {
 			r.TTFT = ns(v.TTFTs[i])
 		}
@@ -137,6 +142,9 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		}
 		if v.DispatchTimes != nil {
 			r.Dispatched = ns(v.DispatchTimes[i])
+		}
+		if v.FreeTimes != nil {
+			r.Free = ns(v.FreeTimes[i])
 		}
 		if v.Unsent != nil {
 			r.Unsent = v.Unsent[i]

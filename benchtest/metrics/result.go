@@ -47,11 +47,16 @@ type RunInfo struct {
 	InterruptedBy string
 	// Unsent is the number of requests an interrupted run never sent.
 	Unsent int
+	// Invalid, when set, says why the run is invalid: the load generator
+	// fell behind, so the numbers say nothing about the server. Written
+	// with Extras as "invalid" (null for a valid run).
+	Invalid string
 	// Extras adds servegate's extra metrics (queue time, schedule lag,
-	// e2el with queue, failures by kind) after vLLM's keys and, in a
+	// e2el with queue, lateness, failures by kind, the harness health
+	// figures and "invalid") after vLLM's keys and, in a
 	// detailed result, the per-request arrays that make the file a
 	// complete record set for RecordsFromResult (request_ids, prompt_lens,
-	// scheduled_times, dispatch_times, failure_kinds, unsent,
+	// scheduled_times, dispatch_times, free_times, failure_kinds, unsent,
 	// chunk_tokens).
 	Extras bool
 }
@@ -67,7 +72,7 @@ type RPSChange struct {
 var perRequestKeys = []string{
 	"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
 	"start_times", "latencies",
-	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "failure_kinds", "unsent", "chunk_tokens",
+	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "free_times", "failure_kinds", "unsent", "chunk_tokens",
 }
 
 // ResultJSON renders the summary as the file vllm bench serve
@@ -209,6 +214,8 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 		for _, k := range FailureKinds {
 			o.set("failed_"+string(k), s.FailuresByKind[k])
 		}
+		s.setHealth(&o)
+		o.set("invalid", nilIfEmpty(info.Invalid))
 	}
 	if info.Interrupted {
 		o.set("interrupted", true)

@@ -56,6 +56,13 @@ type Summary struct {
 	Queue Stats
 	// ScheduleLag is send time minus scheduled time of every sent request.
 	ScheduleLag Stats
+	// Lateness is send time minus the time the engine was free to send
+	// (Record.Free) of every sent request: how far the load generator
+	// fell behind its schedule, waits for a concurrency slot excluded.
+	Lateness Stats
+	// Health is how the load generator's process fared during the run;
+	// the engine fills it (Health.Measured false when nothing was read).
+	Health Health
 	// E2ELWithQueue is the end-to-end latency measured from the scheduled
 	// send time, for the successful requests.
 	E2ELWithQueue Stats
@@ -90,7 +97,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 	}
 	dur := seconds(duration)
 	var ttfts, tpots, allTPOTs, e2els []float64
-	var queues, lags, e2elq []time.Duration
+	var queues, lags, late, e2elq []time.Duration
 	nITL := 0
 	for i := range records {
 		if records[i].Success {
@@ -105,6 +112,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		}
 		queues = append(queues, r.Start-r.Dispatched)
 		lags = append(lags, r.Start-r.Scheduled)
+		late = append(late, r.Start-r.Free)
 		if !r.Success {
 			s.Failed++
 			kind := r.Failure
@@ -144,6 +152,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 	}
 	s.TTFT, s.TPOT, s.ITL, s.E2EL = newStats(ttfts), newStats(tpots), newDurationStats(itls), newStats(e2els)
 	s.Queue, s.ScheduleLag, s.E2ELWithQueue = newDurationStats(queues), newDurationStats(lags), newDurationStats(e2elq)
+	s.Lateness = newDurationStats(late)
 	if !opts.Pooling {
 		s.MaxOutputTokensPerS, s.MaxConcurrentRequests = peaks(records)
 	}

@@ -126,6 +126,38 @@ func Invalid(reason string) BenchConfig {
 	return BenchConfig{Key: InvalidKey, Value: reason}
 }
 
+// healthMetrics map the load generator's health figures (result-JSON
+// names, metrics.Health) to benchstat units. They say whether a run was
+// valid, not how fast the server is: the gate's default policy does not
+// gate them.
+var healthMetrics = []struct {
+	name, unit string
+	div        float64
+}{
+	{"p99_lateness_ms", "lateness-p99-sec", 1000},
+	{"mean_lateness_ms", "lateness-mean-sec", 1000},
+	{"client_cpu_ratio", "client-cpu-ratio", 1},
+	{"gc_pause_ms", "gc-pause-sec", 1000},
+	{"sched_latency_p99_ms", "sched-latency-p99-sec", 1000},
+	{"runqueue_wait_ratio", "runqueue-wait-ratio", 1},
+	{"load_avg_1m", "loadavg-1m", 1},
+}
+
+// HealthMetrics converts the harness health figures of a run into
+// benchstat values (all better=lower): lateness-p99-sec,
+// lateness-mean-sec, client-cpu-ratio, gc-pause-sec,
+// sched-latency-p99-sec, runqueue-wait-ratio and loadavg-1m. Figures lookup does not know are
+// left out.
+func HealthMetrics(lookup func(name string) (float64, bool)) []BenchMetric {
+	var out []BenchMetric
+	for _, h := range healthMetrics {
+		if v, ok := lookup(h.name); ok {
+			out = append(out, BenchMetric{Unit: h.unit, Value: v / h.div, Better: Lower})
+		}
+	}
+	return out
+}
+
 // A BenchConfig is one file configuration line of a benchfmt file, such as
 // "model: llama".
 type BenchConfig struct {

@@ -33,7 +33,9 @@ type HTMLReport struct {
 	// Summary is the console summary; the report shows the same block.
 	// With nil Values the summary table is left out.
 	Summary ConsoleSummary
-	// SLOs are a scenario's verdicts, shown as a table when present.
+	// SLOs are a scenario's verdicts, shown as a table when present;
+	// harness limits (Verdict.Harness) are tagged, and when one broke the
+	// SLO rows read VOID (the run is invalid).
 	SLOs []scenario.Verdict
 }
 
@@ -148,10 +150,11 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 			SVG: lineSVG("Concurrent requests per second", concurrent, "time since first request (s)", "requests")},
 	}
 	p.SLOsPassed = true
+	inv := tableInvalid(r.SLOs)
 	for _, v := range r.SLOs {
-		word := verdictWord(v)
+		word := verdictWord(v, inv)
 		p.SLOsPassed = p.SLOsPassed && word == pass
-		p.SLOs = append(p.SLOs, htmlVerdict{Metric: v.Bound.Metric, Bound: bound(v.Bound), Measured: FormatMeasured(v), Verdict: word})
+		p.SLOs = append(p.SLOs, htmlVerdict{Metric: rowMetric(v), Bound: bound(v.Bound), Measured: FormatMeasured(v), Verdict: word})
 	}
 	p.Lag, p.LagStats = scheduleLag(r.Records)
 	p.Failures, p.FailureRows = failuresByKind(r.Records)

@@ -106,6 +106,8 @@ func (sc *Scenario) applyDefaults() {
 		l.TraceSpeed = defaultTraceSpeed
 	}
 
+	sc.applyHarnessDefaults()
+
 	m := &sc.Metrics
 	if !p.has("metrics.percentile_metrics") {
 		m.PercentileMetrics = slices.Clone(defaultPercentileMetrics)

@@ -169,8 +169,9 @@ func canonical(n *yaml.Node) *yaml.Node {
 }
 
 // measured drops from a canonical scenario node what does not change the
-// measurement (description, slo.bounds), so that tightening a bound keeps
-// results comparable with the previous ones.
+// measurement (description, slo.bounds, harness), so that tightening a
+// bound or a harness limit keeps results comparable with the previous
+// ones.
 func measured(n *yaml.Node) *yaml.Node {
 	drop := func(m *yaml.Node, key string) {
 		for i := 0; i+1 < len(m.Content); i += 2 {
@@ -181,6 +182,7 @@ func measured(n *yaml.Node) *yaml.Node {
 		}
 	}
 	drop(n, "description")
+	drop(n, "harness")
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == "slo" && n.Content[i+1].Kind == yaml.MappingNode {
 			drop(n.Content[i+1], "bounds")

@@ -118,6 +118,7 @@ func TestParseListAndDocuments(t *testing.T) {
 		return scs[0].SHA
 	}
 	assert.Equal(t, sha(base), sha(strings.Replace(base, "failed == 0", "p99_ttft_ms <= 5", 1)+"description: new\n"))
+	assert.Equal(t, sha(base), sha(base+"harness: {max_cpu: 0.5}\n"), "a harness limit changes what is measured")
 	assert.NotEqual(t, sha(base), sha(strings.Replace(base, "ttft: 100", "ttft: 200", 1)))
 	assert.NotEqual(t, sha(base), sha(strings.Replace(base, "request_rate: 2", "request_rate: 3", 1)))
 }
@@ -138,9 +139,14 @@ func TestParseErrors(t *testing.T) {
 		{"missing name", "description: x\n", "bad.yaml:1: name: required"},
 		{"bad name", "name: a b\n", `bad.yaml:1: name: "a b": use letters, digits, '.', '_' and '-' only, starting with a letter or digit`},
 		{"duplicate name", "- name: a\n- name: a\n", `bad.yaml:2: name: "a" is also the name of the scenario at line 1`},
-		{"unknown top-level key", "name: a\nrate: 3\n", "bad.yaml:2: rate: unknown key (known keys here: name, description, target, backend, endpoint, dataset, load, sampling, extra_body, headers, metrics, slo)"},
+		{"unknown top-level key", "name: a\nrate: 3\n", "bad.yaml:2: rate: unknown key (known keys here: name, description, target, backend, endpoint, dataset, load, sampling, extra_body, headers, metrics, slo, harness)"},
 		{"unknown nested key", "name: a\nload:\n  request_rate: 1\n  rps: 3\n", "bad.yaml:4: load.rps: unknown key (known keys here: request_rate, burstiness, ramp_up, max_concurrency, warmups, max_duration, request_timeout, ready_timeout, trace_replay, trace_speed, warm_connections, max_line_bytes)"},
 		{"duplicate key", "name: a\nname: b\n", "bad.yaml:2: name: duplicate key"},
+		{"harness cpu above 1", "name: a\nharness:\n  max_cpu: 1.5\n", "bad.yaml:3: harness.max_cpu: must be a share of the CPUs in [0, 1] (0 turns the check off), got 1.5"},
+		{"harness negative lateness", "name: a\nharness: {max_lateness_p99: -1ms}\n", "bad.yaml:2: harness.max_lateness_p99: must not be negative (0 turns the check off), got -1ms"},
+		{"harness lateness not a duration", "name: a\nharness: {max_sched_latency_p99: 50}\n", "bad.yaml:2: harness.max_sched_latency_p99: want a duration such as 30s or 5m, got number 50"},
+		{"harness unknown key", "name: a\nharness: {max_gc: 1}\n", "bad.yaml:2: harness.max_gc: unknown key (known keys here: max_lateness_p99, max_cpu, max_sched_latency_p99, reruns)"},
+		{"harness reruns negative", "name: a\nharness: {reruns: -1}\n", "bad.yaml:2: harness.reruns: must be in [0, 10], got -1"},
 		{"wrong type string", "name: a\nload:\n  request_rate: fast\n", `bad.yaml:3: load.request_rate: want a number, got string "fast"`},
 		{"wrong type int", "name: a\ndataset:\n  num_prompts: 1.5\n", "bad.yaml:3: dataset.num_prompts: want an integer, got number 1.5"},
 		{"wrong type mapping", "name: a\nload: 3\n", "bad.yaml:2: load: want a mapping of keys, got number 3"},

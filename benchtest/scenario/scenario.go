@@ -36,6 +36,9 @@ type Scenario struct {
 	Metrics Metrics `yaml:"metrics"`
 	// SLO is what the run must meet.
 	SLO SLO `yaml:"slo"`
+	// Harness holds the limits on the load generator's health past which
+	// the run is invalid rather than judged.
+	Harness Harness `yaml:"harness"`
 
 	// File is the file the scenario was loaded from ("" when parsed from
 	// bytes with no name).

@@ -104,6 +104,10 @@ type Verdict struct {
 	Found bool
 	// Pass is true when the value was found and meets the bound.
 	Pass bool
+	// Harness marks a limit on the load generator's health
+	// (Harness.Check): failing it makes the run invalid instead of
+	// failing the server.
+	Harness bool
 }
 
 // Check evaluates every bound with lookup, which returns a metric's value

@@ -16,6 +16,7 @@ import (
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/containers/simulator"
 	"github.com/stretchr/testify/require"
 )
@@ -105,6 +106,7 @@ func simulatorRun(tb testing.TB) runFunc {
 			return nil, err
 		}
 		sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{Goodput: map[string]float64{"ttft": simTTFTSLO}})
+		sum.Health = res.Health
 		if sum.Completed != simRequests {
 			return nil, fmt.Errorf("simulator run: %d of %d requests completed", sum.Completed, simRequests)
 		}
@@ -119,6 +121,10 @@ func simulatorRun(tb testing.TB) runFunc {
 			if v, ok := sum.Value(name); ok {
 				out[unit] = v / 1000
 			}
+		}
+		// The load generator's health (not gated by the default policy).
+		for _, m := range report.HealthMetrics(sum.Value) {
+			out[m.Unit] = m.Value
 		}
 		return out, nil
 	}

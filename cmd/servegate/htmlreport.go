@@ -24,7 +24,7 @@ func (r *benchRun) writeHTMLReport(path string, o *benchtest.Outcome, console re
 		Settings:  r.reportSettings(o.Target, info),
 		Records:   o.Result.Records,
 		Summary:   console,
-		SLOs:      o.Verdicts,
+		SLOs:      o.Table(),
 	})
 }
 

@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/servegate/servegate/benchtest"
 )
 
 const usage = `servegate benchmarks LLM serving and gates performance regressions.
@@ -66,8 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// exitCode prints err the way argparse does for usage errors (status 2)
-// and as a plain error otherwise (status 1).
+// exitCode prints err the way argparse does for usage errors (status 2),
+// and as a plain error otherwise: status 2 for an invalid run (the load
+// generator fell behind), 1 for anything else.
 func exitCode(prog string, err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
@@ -75,6 +78,12 @@ func exitCode(prog string, err error, stderr io.Writer) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "usage: %s [options]\n%s: error: %s\n", prog, prog, ue.msg)
+		return 2
+	}
+	var ie *benchtest.InvalidRunError
+	if errors.As(err, &ie) {
+		// Fail closed: the run cannot tell anything about the server.
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 2
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", prog, err)

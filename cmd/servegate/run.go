@@ -70,6 +70,12 @@ func (r *benchRun) drive(ctx context.Context, tgt *benchtest.Target) (*benchtest
 			bar.Update(done, total)
 		}
 	}
+	hooks.Rerun = func(o *benchtest.Outcome) {
+		if bar != nil {
+			bar.Finish()
+		}
+		fmt.Fprintf(r.stderr, "warning: %v; running it again (harness.reruns %d)\n", o.InvalidError(), o.Plan.Harness.Reruns)
+	}
 	o, err := benchtest.Execute(ctx, r.plan, tgt, hooks)
 	if bar != nil {
 		bar.Finish()
@@ -123,13 +129,21 @@ func (r *benchRun) output(o *benchtest.Outcome) error {
 	return r.checkSLOs(o)
 }
 
-// checkSLOs prints the scenario's SLO table and fails when a bound broke.
+// checkSLOs prints the scenario's SLO table (harness limits first) and
+// fails when the run is invalid (a *benchtest.InvalidRunError, exit 2) or
+// a bound broke.
 func (r *benchRun) checkSLOs(o *benchtest.Outcome) error {
-	if len(o.Verdicts) == 0 {
+	if len(o.Health) > 0 {
+		fmt.Fprintln(r.stdout, o.HealthLine())
+	}
+	if len(o.Table()) == 0 {
 		return nil
 	}
 	fmt.Fprintf(r.stdout, "SLOs of scenario %s:\n", r.plan.Name)
-	if err := report.WriteSLOTable(r.stdout, o.Verdicts); err != nil {
+	if err := report.WriteSLOTable(r.stdout, o.Table()); err != nil {
+		return err
+	}
+	if err := o.InvalidError(); err != nil {
 		return err
 	}
 	if msg := report.SLOFailure(o.Verdicts); msg != "" {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,10 +138,12 @@ func TestBenchScenarioInproc(t *testing.T) {
   target: {kind: sim, tokenizer: `+tok+`}
   dataset: {num_prompts: 50, input_len: 32, output_len: 8}
   load: {request_rate: 100}
+  harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
   slo: {bounds: ["failed == 0", "completed == 6"]}
 - name: misses
   target: {kind: sim, tokenizer: `+tok+`}
   dataset: {num_prompts: 50, input_len: 32, output_len: 8}
+  harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
   slo: {bounds: ["p99_ttft_ms <= 0.000001"]}
 `)
 	var stdout, stderr bytes.Buffer
@@ -155,6 +158,28 @@ func TestBenchScenarioInproc(t *testing.T) {
 	assert.Regexp(t, `p99_ttft_ms\s+<= 1e-06\s+\S+\s+FAIL`, out)
 	assert.Contains(t, stderr.String(), "scenario misses: SLO not met: p99_ttft_ms = ")
 	assert.NotContains(t, stderr.String(), "scenario meets")
+}
+
+// TestBenchScenarioInvalidRun: a run past a harness limit exits 2 as an
+// invalid run, and never reports the server's SLOs as violated.
+func TestBenchScenarioInvalidRun(t *testing.T) {
+	tok := fixtures.Tokenizer(t, fixtures.Llama3)
+	path := writeScenario(t, `
+name: behind
+target: {kind: inproc, tokenizer: `+tok+`}
+dataset: {num_prompts: 6, input_len: 32, output_len: 8}
+load: {request_rate: 100}
+harness: {max_lateness_p99: 1ns}
+slo: {bounds: ["p99_ttft_ms <= 0.000001"]}
+`)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--scenario", path, "--no-plot"}, &stdout, &stderr)
+	assert.Equal(t, 2, code, "%s\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "servegate bench: scenario behind: invalid run: load generator fell behind: p99_lateness_ms = ")
+	assert.NotContains(t, stderr.String(), "SLO not met")
+	assert.Equal(t, scenario.DefaultReruns, strings.Count(stderr.String(), "running it again"), "an invalid run is run again harness.reruns times")
+	assert.Regexp(t, `p99_ttft_ms\s+<= 1e-06\s+\S+\s+VOID`, stdout.String())
+	assert.Contains(t, stdout.String(), "load generator: lateness p99 ")
 }
 
 func TestBenchScenarioErrors(t *testing.T) {
@@ -178,6 +203,7 @@ name: doors
 target: {kind: inproc}
 dataset: {num_prompts: 8, input_len: 32, output_len: 4, seed: 2}
 load: {request_rate: 200, max_concurrency: 4}
+harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
 slo: {bounds: ["failed == 0"]}
 `)
 	outDir := t.TempDir()
