@@ -10,6 +10,7 @@ import (
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/benchtest/servermetrics"
 )
 
 // Hooks let a front door watch a run without owning any of it.
@@ -34,6 +35,10 @@ type Outcome struct {
 	Summary *metrics.Summary
 	// Verdicts are the SLO checks, in the order of Plan.SLO.Bounds.
 	Verdicts []scenario.Verdict
+	// Server is what the server's metrics said, nil when the plan does not
+	// scrape them. Its problems (and the checks it allows) are in
+	// Result.Warnings.
+	Server *servermetrics.Summary
 
 	lookup func(string) (float64, bool)
 }
@@ -54,7 +59,15 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 	if hooks.Starting != nil {
 		hooks.Starting(len(plan.samples))
 	}
+	rec := startServerMetrics(ctx, plan, tgt)
+	if rec != nil {
+		cfg.Started = func() { rec.Start(ctx) }
+	}
 	res, err := engine.Run(ctx, cfg, plan.samples)
+	var server *servermetrics.Summary
+	if rec != nil {
+		server = stopServerMetrics(ctx, rec)
+	}
 	if err != nil {
 		if plan.Name != "" {
 			return nil, fmt.Errorf("scenario %s: %w", plan.Name, err)
@@ -62,8 +75,12 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 		return nil, err
 	}
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
-	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum}
+	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum, Server: server}
 	o.lookup = scenario.WithDerived(sum.Value)
+	if server != nil {
+		o.lookup = serverLookup(o.lookup, server)
+		res.Warnings = append(res.Warnings, serverWarnings(o)...)
+	}
 	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
 }
@@ -83,8 +100,13 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 	return info
 }
 
-// ResultJSON renders vLLM's result JSON with per-request detail.
+// ResultJSON renders vLLM's result JSON, with per-request detail when
+// detailed, and the server's metrics (the raw scrapes too when detailed)
+// after all of vLLM's keys.
 func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
+	if o.Server != nil {
+		info.Appendix = append(serverFields(o.Server, o.Result.Start, detailed), info.Appendix...)
+	}
 	return o.Summary.ResultJSON(info, detailed)
 }
 
@@ -105,7 +127,11 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 
 // BenchMetrics are the run's values in benchstat units.
 func (o *Outcome) BenchMetrics() []report.BenchMetric {
-	return report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
+	ms := report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
+	if o.Server != nil {
+		ms = append(ms, report.ServerBenchMetrics(o.Server.Value)...)
+	}
+	return ms
 }
 
 // Value returns a summary value by its SLO metric name (derived ones

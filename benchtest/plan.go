@@ -10,6 +10,7 @@ import (
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/benchtest/servermetrics"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -49,6 +50,13 @@ type Plan struct {
 	// SLO holds the bounds the run is checked against (none for a plain
 	// `servegate bench` run).
 	SLO scenario.SLO
+	// ServerMetrics says whether and how often the server's metrics are
+	// scraped. NewPlan scrapes every second unless the scenario turns it
+	// off; a plain `servegate bench` run scrapes only when asked.
+	ServerMetrics servermetrics.Options
+	// Capacity, when set, makes the plan a capacity search (Sweep)
+	// instead of one run.
+	Capacity *scenario.Capacity
 	// Info is the result JSON's header. Execute fills Date, RPSChanges,
 	// ModelID when empty and, with Info.Extras, the target metadata.
 	Info metrics.RunInfo
@@ -117,6 +125,12 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			Pooling:           client.IsPooling(sc.Backend),
 		},
 		SLO: sc.SLO,
+		ServerMetrics: servermetrics.Options{
+			Interval: sc.ServerMetrics.ScrapeInterval(),
+			Off:      !sc.ServerMetrics.Scrapes(),
+			Path:     sc.ServerMetrics.Path,
+		},
+		Capacity: sc.Capacity,
 		Info: metrics.RunInfo{
 			Backend:        sc.Backend,
 			Label:          sc.Name,

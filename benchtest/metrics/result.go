@@ -42,6 +42,11 @@ type RunInfo struct {
 	// scheduled_times, dispatch_times, failure_kinds, unsent,
 	// chunk_tokens).
 	Extras bool
+	// Appendix holds keys written after all others, in order, whatever
+	// Extras says: servegate's server_metrics and capacity results. Values
+	// are what the result writer knows (nil, bool, int, float64, string,
+	// []float64, []string, []any, []Field for an object).
+	Appendix []Field
 }
 
 // An RPSChange is a ramp-up event: the integer request rate reached and
@@ -108,6 +113,9 @@ func (s *Summary) resultObject(info RunInfo, detailed bool) object {
 		for _, k := range perRequestKeys {
 			o.del(k)
 		}
+	}
+	for _, f := range info.Appendix {
+		o.set(f.Key, f.Value)
 	}
 	return o
 }

@@ -106,6 +106,7 @@ func (sc *Scenario) applyDefaults() {
 	if !p.has("metrics.percentiles") {
 		m.Percentiles = []float64{DefaultPercentile}
 	}
+	sc.capacityDefaults()
 }
 
 // addSLOPercentiles adds to Metrics the percentiles and percentile metrics

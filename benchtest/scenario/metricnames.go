@@ -12,10 +12,11 @@ import (
 var DerivedMetrics = []string{"goodput_ratio"}
 
 // KnownMetric reports whether an SLO may bound the metric name: a name of
-// vLLM's result JSON or one of servegate's extras (metrics.KnownMetric), or
-// one of DerivedMetrics.
+// vLLM's result JSON or one of servegate's extras (metrics.KnownMetric),
+// one of DerivedMetrics, or a server metric, "server." and one of
+// servermetrics.Names.
 func KnownMetric(name string) bool {
-	return slices.Contains(DerivedMetrics, name) || metrics.KnownMetric(name)
+	return slices.Contains(DerivedMetrics, name) || metrics.KnownMetric(name) || serverMetric(name)
 }
 
 // WithDerived extends a summary lookup (metrics.Summary.Value) with

@@ -36,6 +36,11 @@ type Scenario struct {
 	Metrics Metrics `yaml:"metrics"`
 	// SLO is what the run must meet.
 	SLO SLO `yaml:"slo"`
+	// ServerMetrics says how the server's metrics are scraped.
+	ServerMetrics ServerMetrics `yaml:"server_metrics"`
+	// Capacity, when set, makes the scenario a capacity search instead of
+	// one run at load.request_rate.
+	Capacity *Capacity `yaml:"capacity"`
 
 	// File is the file the scenario was loaded from ("" when parsed from
 	// bytes with no name).

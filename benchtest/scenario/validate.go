@@ -26,7 +26,7 @@ var goodputDependent = []string{"request_goodput", "goodput_ratio"}
 // validate checks every value the run will use (defaults applied) and
 // returns the first problem, naming file, line and field.
 func (sc *Scenario) validate() error {
-	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO}
+	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO, sc.validateServerMetrics, sc.validateCapacity}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err

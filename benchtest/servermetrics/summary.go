@@ -13,7 +13,9 @@ import (
 // largest value of any scrape of the run; the latency percentiles (ms) are
 // estimated from the deltas of the server's histograms by linear
 // interpolation within a bucket, as Prometheus's histogram_quantile does,
-// so they are only as fine as vLLM's buckets.
+// so they are only as fine as vLLM's buckets (its queue-time and e2e
+// buckets start at 0.3 s: requests that all queue for less read as a p50
+// of 150 ms).
 var Names = []string{
 	"prefix_cache_queries", "prefix_cache_hits", "prefix_cache_hit_rate",
 	"num_preemptions",

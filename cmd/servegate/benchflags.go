@@ -119,7 +119,10 @@ type benchArgs struct {
 	Progress          bool
 	NoPlot            bool
 	RequestTimeoutSec float64
-	MaxDurationSec    float64
+	// ServerMetricsIntervalSec is the scrape interval of the server's
+	// metrics; 0 turns scraping off.
+	ServerMetricsIntervalSec float64
+	MaxDurationSec           float64
 }
 
 const (
@@ -255,6 +258,7 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.boolVar(&a.Progress, "progress", g, "Show the progress bar even when output is not a terminal.")
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
+	p.floatVar(&a.ServerMetricsIntervalSec, "server-metrics-interval-sec", 0, g, "Scrape the server's Prometheus /metrics every this many seconds (and before, at the start and at the end of the run) and add server_metrics to the result; 0 turns scraping off. Default: off for a plain run (as vLLM), a scenario's server_metrics.interval (1 s) with --scenario.")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
 }
 
