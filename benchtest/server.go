@@ -2,6 +2,7 @@ package benchtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -47,6 +48,10 @@ func serverLookup(lookup func(string) (float64, bool), s *servermetrics.Summary)
 	}
 }
 
+// ErrPrefixCacheWarm marks the warnings of a prefix cache that earlier
+// runs warmed.
+var ErrPrefixCacheWarm = errors.New("prefix cache")
+
 // hitRates remembers the prefix-cache hit rate of each plan on each
 // target across the runs of the process (b.N iterations, -count repeats).
 var hitRates = struct {
@@ -73,16 +78,16 @@ func serverWarnings(o *Outcome) []error {
 		}
 	}
 	if hits := s.Before[servermetrics.PrefixCacheHits]; hits > 0 && !sharesPrefix(plan.Dataset) {
-		out = append(out, fmt.Errorf("prefix cache: the server had already served %.0f cached prompt tokens before this run, whose dataset declares no shared prefix; prompts of earlier runs may be cached and inflate its results (vLLM issue #52884)", hits))
+		out = append(out, fmt.Errorf("%w: the server had already served %.0f cached prompt tokens before this run, whose dataset declares no shared prefix; prompts of earlier runs may be cached and inflate its results (vLLM issue #52884)", ErrPrefixCacheWarm, hits))
 	}
 	if rate, ok := s.Value("prefix_cache_hit_rate"); ok {
-		key := o.Target.BaseURL + "\x00" + plan.Name + "\x00" + plan.SHA
+		key := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", o.Target.BaseURL, plan.Name, plan.SHA, plan.Dataset.Seed, plan.Dataset.NumPrompts)
 		hitRates.Lock()
 		prev, seen := hitRates.m[key]
 		hitRates.m[key] = rate
 		hitRates.Unlock()
 		if seen && rate > prev+0.01 {
-			out = append(out, fmt.Errorf("prefix cache: the hit rate grew from %.3f to %.3f across repeats of the same prompts; the earlier runs left them cached (vLLM issue #52884)", prev, rate))
+			out = append(out, fmt.Errorf("%w: the hit rate grew from %.3f to %.3f across repeats of the same prompts; the earlier runs left them cached (vLLM issue #52884)", ErrPrefixCacheWarm, prev, rate))
 		}
 	}
 	return out

@@ -228,6 +228,11 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
+// FieldsJSON renders fields as one JSON object, written the way the
+// result files are (a capacity search that found no passing rate has no
+// run to write, only its own keys).
+func FieldsJSON(fields []Field) []byte { return writePyJSON(nil, object(fields)) }
+
 // WriteResult writes a result JSON to path; with appendMode it appends
 // to an existing file, a newline before the new object when the file is
 // not empty, as vLLM's --append-result does.
