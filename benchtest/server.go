@@ -11,6 +11,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/benchtest/servermetrics"
 )
@@ -147,4 +148,25 @@ func serverFields(s *servermetrics.Summary, start time.Time, detailed bool) []me
 		}
 	}
 	return append(out, metrics.Field{Key: "server_metrics_series", Value: series})
+}
+
+// ServerSeries are the server's KV-cache use and requests waiting and
+// running over the run, for the HTML report; nil without server metrics.
+func (o *Outcome) ServerSeries() []report.ServerSeries {
+	s := o.Server
+	if s == nil || !s.Available {
+		return nil
+	}
+	var out []report.ServerSeries
+	for _, m := range []struct{ name, title, unit, caption string }{
+		{servermetrics.KVCacheUsage, "Server KV-cache use", "fraction", "vllm:kv_cache_usage_perc at each scrape"},
+		{servermetrics.RequestsRunning, "Server requests running", "requests", "vllm:num_requests_running at each scrape"},
+		{servermetrics.RequestsWaiting, "Server requests waiting", "requests", "vllm:num_requests_waiting at each scrape"},
+	} {
+		t, v := s.Column(m.name, o.Result.Start)
+		if len(t) > 0 {
+			out = append(out, report.ServerSeries{Title: m.title, Unit: m.unit, Caption: m.caption, T: t, V: v})
+		}
+	}
+	return out
 }

@@ -34,6 +34,10 @@ type HTMLReport struct {
 	Summary ConsoleSummary
 	// SLOs are a scenario's verdicts, shown as a table when present.
 	SLOs []scenario.Verdict
+	// Server holds the server's metrics over the run (KV-cache use,
+	// requests waiting and running), drawn beside the client's
+	// concurrency.
+	Server []ServerSeries
 }
 
 // A ReportSetting is one line of the report's configuration table.
@@ -142,6 +146,7 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 		{Title: "Concurrent requests", Caption: "requests in flight during each one-second bucket",
 			SVG: lineSVG("Concurrent requests per second", concurrent, "time since first request (s)", "requests")},
 	}
+	p.OverTime = append(p.OverTime, serverFigures(r.Server, r.Records)...)
 	p.SLOsPassed = true
 	for _, v := range r.SLOs {
 		word := verdictWord(v)
