@@ -135,13 +135,11 @@ func serverFields(s *servermetrics.Summary, start time.Time, detailed bool) []me
 	}
 	series := []metrics.Field{{Key: "t", Value: t}}
 	for _, name := range servermetrics.SeriesColumns() {
-		col, found := make([]float64, len(s.Series)), false
+		col, found := make([]any, len(s.Series)), false
 		for i, snap := range s.Series {
-			v, ok := snap.Values[name]
-			if !ok {
-				v = math.NaN()
+			if v, ok := snap.Values[name]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				col[i], found = v, true // a scrape without the metric leaves null
 			}
-			col[i], found = v, found || ok
 		}
 		if found {
 			series = append(series, metrics.Field{Key: name, Value: col})
