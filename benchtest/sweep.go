@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/capacity"
@@ -12,6 +13,10 @@ import (
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
+
+// sweepSteps numbers the steps of every search of the process, so that
+// each step (of repeated searches too) sends prompts of its own.
+var sweepSteps atomic.Int64
 
 // minStepPrompts is the fewest requests a step of a capacity search sends
 // when Capacity.StepDuration sizes the steps.
@@ -40,10 +45,12 @@ type SweepHooks struct {
 
 // RunSweep runs the capacity search of plan against tgt. Each step is a
 // full Execute of the plan at one rate (warm-ups included) with fresh
-// prompts (the dataset seed moves by one per step, so that the prefix
-// cache of earlier steps does not make later ones faster); with
-// Capacity.StepDuration the step sends rate × StepDuration requests. A
-// step passes when every SLO bound holds and the run was not cut short.
+// prompts (the dataset seed moves by one per step of the process, so that
+// the prefix cache of earlier steps and searches does not make later ones
+// faster); with Capacity.StepDuration the step sends rate × StepDuration
+// requests. A step passes when every SLO bound holds and the run was not
+// cut short. The failure that ends the bracketing is run twice
+// (capacity.Search.Confirm): one stall there would halve the result.
 func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*Sweep, error) {
 	c := plan.Capacity
 	if c == nil {
@@ -53,10 +60,10 @@ func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*
 		return nil, errors.New("capacity search: no SLO bounds to hold")
 	}
 	sw := &Sweep{Plan: plan, Target: tgt}
-	search := capacity.Search{MinRate: c.MinRate, MaxRate: c.MaxRate, Precision: c.Precision, Budget: c.Budget.D()}
+	search := capacity.Search{MinRate: c.MinRate, MaxRate: c.MaxRate, Precision: c.Precision, Budget: c.Budget.D(), Confirm: true}
 	n := 0
 	probe := func(ctx context.Context, rate float64) (capacity.Step, error) {
-		step := plan.stepPlan(rate, n)
+		step := plan.stepPlan(rate, int(sweepSteps.Add(1)))
 		n++
 		t0 := time.Now()
 		o, err := Execute(ctx, step, tgt, Hooks{})

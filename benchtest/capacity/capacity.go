@@ -31,6 +31,13 @@ type Search struct {
 	// plus the last step's duration would pass it (the first step always
 	// runs).
 	Budget time.Duration
+	// Confirm runs the step that ends the bracketing (the first failure)
+	// once more before believing it: a spurious failure there (a stall
+	// of a busy machine) would cap the search at half the true rate,
+	// while one during the bisection costs at most the bracket's width.
+	// When the rerun passes, the rate counts as passed and the doubling
+	// goes on.
+	Confirm bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -130,20 +137,30 @@ func (s Search) Run(ctx context.Context, probe Probe) (*Result, error) {
 		}
 		st.Rate = rate
 		res.Steps = append(res.Steps, st)
-		if st.Pass {
+		return true, nil
+	}
+	// record counts a rate's verdict.
+	record := func(rate float64, pass bool) {
+		if pass {
 			res.MaxRate = math.Max(res.MaxRate, rate)
 		} else {
 			res.MinFailRate = math.Min(res.MinFailRate, rate)
 		}
-		return true, nil
 	}
+	last := func() bool { return res.Steps[len(res.Steps)-1].Pass }
 	// Bracket: double from MinRate until a step fails or MaxRate passes.
 	for rate := s.MinRate; ; rate = math.Min(2*rate, s.MaxRate) {
 		ok, err := step(rate)
 		if err != nil || !ok {
 			return res, err
 		}
-		if !res.Steps[len(res.Steps)-1].Pass {
+		if !last() && s.Confirm {
+			if ok, err = step(rate); err != nil || !ok {
+				return res, err
+			}
+		}
+		record(rate, last())
+		if !last() {
 			break
 		}
 		if rate >= s.MaxRate {
@@ -157,10 +174,12 @@ func (s Search) Run(ctx context.Context, probe Probe) (*Result, error) {
 	}
 	// Bisect between the highest pass and the lowest fail.
 	for res.MinFailRate-res.MaxRate > s.Precision*res.MaxRate {
-		ok, err := step((res.MaxRate + res.MinFailRate) / 2)
+		rate := (res.MaxRate + res.MinFailRate) / 2
+		ok, err := step(rate)
 		if err != nil || !ok {
 			return res, err
 		}
+		record(rate, last())
 	}
 	res.Converged = true
 	return res, nil

@@ -92,6 +92,31 @@ func TestSearchEnds(t *testing.T) {
 	})
 }
 
+// TestSearchConfirmsTheBracket: a spurious failure at the end of the
+// bracketing is run again, and the doubling goes on when the rerun passes.
+func TestSearchConfirmsTheBracket(t *testing.T) {
+	f := &fake{limit: 40, cost: time.Second}
+	spurious := true
+	probe := func(ctx context.Context, r float64) (Step, error) {
+		st, err := f.probe(ctx, r)
+		if r == 16 && spurious {
+			spurious, st.Pass = false, false // one stall of a busy machine
+		}
+		return st, err
+	}
+	res, err := Search{MinRate: 1, MaxRate: 1024, Precision: 0.05, Confirm: true, Now: f.clock}.Run(context.Background(), probe)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{1, 2, 4, 8, 16, 16, 32, 64, 64}, f.rates[:9], "16 failed, was run again, passed")
+	assert.InDelta(t, 40, res.MaxRate, 0.05*40)
+	assert.LessOrEqual(t, res.MaxRate, 40.0)
+
+	f = &fake{limit: 40, cost: time.Second}
+	spurious = true
+	res, err = Search{MinRate: 1, MaxRate: 1024, Precision: 0.05, Now: f.clock}.Run(context.Background(), probe)
+	require.NoError(t, err)
+	assert.Less(t, res.MaxRate, 16.0, "without Confirm the stall caps the search")
+}
+
 func TestSearchRejectsBadInput(t *testing.T) {
 	for _, s := range []Search{
 		{MinRate: 0, MaxRate: 8, Precision: 0.1},
