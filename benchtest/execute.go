@@ -3,6 +3,7 @@ package benchtest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,13 +77,31 @@ func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcom
 	}
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
 	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum, Server: server}
-	o.lookup = scenario.WithDerived(sum.Value)
+	o.lookup = scenario.WithDerived(measured(sum))
 	if server != nil {
 		o.lookup = serverLookup(o.lookup, server)
 		res.Warnings = append(res.Warnings, serverWarnings(o)...)
 	}
 	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
+}
+
+// measured looks up the summary's values for SLO checks and benchfmt. A
+// run with no successful request measured no latency, throughput or
+// goodput (the summary holds zeros there), so only its counts are found:
+// a bound such as p99_ttft_ms <= 500 then reads MISSING and fails instead
+// of passing on a 0.
+func measured(sum *metrics.Summary) func(string) (float64, bool) {
+	if sum.Completed > 0 {
+		return sum.Value
+	}
+	return func(name string) (float64, bool) {
+		switch name {
+		case "completed", "failed", "failure_ratio", "duration":
+			return sum.Value(name)
+		}
+		return 0, false
+	}
 }
 
 // RunInfo is the result JSON's header: the plan's, with the run's date
@@ -93,11 +112,26 @@ func (o *Outcome) RunInfo() metrics.RunInfo {
 	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
 	info.RPSChanges = o.Result.RPSChanges
 	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)
+	if o.Interrupted() {
+		info.Interrupted, info.InterruptedBy = true, o.Result.Stopped.Error()
+		for _, r := range o.Result.Records {
+			if r.Unsent {
+				info.Unsent++
+			}
+		}
+	}
 	if info.Extras {
 		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
 			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
 	}
 	return info
+}
+
+// Interrupted reports whether the run was cut short (a signal, the
+// test's end or timeout) rather than ending by itself or at its maximum
+// duration. Its numbers describe part of a run: the gate refuses them.
+func (o *Outcome) Interrupted() bool {
+	return o.Result.Stopped != nil && !errors.Is(o.Result.Stopped, engine.ErrMaxDuration)
 }
 
 // ResultJSON renders vLLM's result JSON, with per-request detail when
@@ -114,7 +148,7 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 // equal for two results to be comparable.
 func (o *Outcome) BenchConfig() []report.BenchConfig {
 	p := o.Plan
-	return []report.BenchConfig{
+	cfg := []report.BenchConfig{
 		{Key: "model", Value: o.Target.Model},
 		{Key: "target", Value: o.Target.Kind},
 		{Key: "image", Value: o.Target.Image},
@@ -123,6 +157,10 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 		{Key: "dataset", Value: p.Dataset.Name},
 		{Key: "scenario-sha", Value: p.SHA},
 	}
+	if o.Interrupted() {
+		cfg = append(cfg, report.Interrupted())
+	}
+	return cfg
 }
 
 // BenchMetrics are the run's values in benchstat units.

@@ -92,6 +92,7 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			Custom:    dataset.CustomParams{OutputLen: d.OutputLen},
 			SpecBench: dataset.SpecBenchParams{OutputLen: d.OutputLen},
 			Sonnet:    dataset.SonnetParams{InputLen: d.InputLen, OutputLen: d.OutputLen, PrefixLen: d.PrefixLen},
+			TxtSlices: dataset.TxtSlicesParams{InputLen: d.InputLen, OutputLen: d.OutputLen},
 			PrefixRepetition: dataset.PrefixRepetitionParams{
 				PrefixLen: d.PrefixLen, SuffixLen: d.SuffixLen, NumPrefixes: d.NumPrefixes, OutputLen: d.OutputLen,
 			},
@@ -113,6 +114,8 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 			RequestIDPrefix: prefix,
 			TraceArrivals:   l.TraceReplay,
 			TraceSpeed:      l.TraceSpeed,
+			WarmConnections: warmConnections(*l.WarmConnections),
+			MaxLineBytes:    l.MaxLineBytes,
 			Sampling: client.Sampling{
 				Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
 				FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty, RepetitionPenalty: s.RepetitionPenalty,
@@ -152,6 +155,14 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 	}
 	p.Info.TokenizerID = p.Tokenizer
 	return p
+}
+
+// warmConnections maps load.warm_connections onto the engine's count.
+func warmConnections(on bool) int {
+	if on {
+		return engine.WarmAuto
+	}
+	return 0
 }
 
 // Prepare loads the tokenizer and the dataset, once: Execute calls it, and

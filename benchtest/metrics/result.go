@@ -35,6 +35,16 @@ type RunInfo struct {
 	RampUpStartRPS, RampUpEndRPS int
 	// RPSChanges are the ramp-up's RPS change events.
 	RPSChanges []RPSChange
+	// Interrupted says the run was cut short (a signal, a test's end or
+	// timeout) rather than ending by itself or at its maximum duration: the
+	// result JSON then ends with "interrupted": true, the reason and the
+	// number of requests never sent, so that no one takes it for a whole
+	// run. Unset, none of these keys is written (vLLM's key set).
+	Interrupted bool
+	// InterruptedBy is the reason of an interrupted run.
+	InterruptedBy string
+	// Unsent is the number of requests an interrupted run never sent.
+	Unsent int
 	// Extras adds servegate's extra metrics (queue time, schedule lag,
 	// e2el with queue, failures by kind) after vLLM's keys and, in a
 	// detailed result, the per-request arrays that make the file a
@@ -202,9 +212,14 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 			s.setStats(&o, m)
 		}
 		o.set("failure_ratio", must(s.Value("failure_ratio")))
-		for _, k := range []FailureKind{FailureHTTPStatus, FailureStream, FailureTimeout, FailureTransport, FailureCanceled} {
+		for _, k := range FailureKinds {
 			o.set("failed_"+string(k), s.FailuresByKind[k])
 		}
+	}
+	if info.Interrupted {
+		o.set("interrupted", true)
+		o.set("interrupted_by", info.InterruptedBy)
+		o.set("unsent_requests", info.Unsent)
 	}
 	return o
 }

@@ -3,6 +3,9 @@ package scenario
 import (
 	"math"
 	"time"
+
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/internal/limit"
 )
 
 // Capacity defaults.
@@ -34,6 +37,31 @@ type Capacity struct {
 	// (at least 20, at most dataset.num_prompts) so that every step takes
 	// about as long; 0 sends dataset.num_prompts at every rate.
 	StepDuration Duration `yaml:"step_duration"`
+}
+
+// MaxCapacityRate is the largest capacity.max_rate (and min_rate),
+// requests/s.
+const MaxCapacityRate = 1e6
+
+// serverAndCapacityLimits are the maxima of server_metrics and capacity
+// (checked when set; zero values pass).
+func (sc *Scenario) serverAndCapacityLimits() []limit.Check {
+	var c Capacity
+	if sc.Capacity != nil {
+		c = *sc.Capacity
+	}
+	var interval Duration
+	if sc.ServerMetrics.Interval != nil {
+		interval = *sc.ServerMetrics.Interval
+	}
+	rmin, rmax := c.MinRate, c.MaxRate
+	return []limit.Check{
+		limit.Duration("server_metrics.interval", interval.D(), engine.MaxTimeout),
+		limit.Float("capacity.min_rate", &rmin, MaxCapacityRate),
+		limit.Float("capacity.max_rate", &rmax, MaxCapacityRate),
+		limit.Duration("capacity.budget", c.Budget.D(), engine.MaxTimeout),
+		limit.Duration("capacity.step_duration", c.StepDuration.D(), engine.MaxTimeout),
+	}
 }
 
 func (sc *Scenario) capacityDefaults() {

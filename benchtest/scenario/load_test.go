@@ -128,6 +128,10 @@ func TestParseErrors(t *testing.T) {
 		name, src, want string
 	}{
 		{"yaml syntax", "name: a\n  bad: [\n", "bad.yaml:2: invalid YAML: mapping values are not allowed in this context"},
+		{"yaml list item in a mapping", "name: a\n- b\n", "bad.yaml:2: invalid YAML: did not find expected key"},
+		{"yaml bad indent", "name: a\nload:\n  warmups: 1\n max_concurrency: 2\n", "bad.yaml:4: invalid YAML: did not find expected key"},
+		{"yaml unclosed flow mapping", "name: a\nload: {warmups: 1\nx: 2\n", "bad.yaml:2: invalid YAML: did not find expected ',' or '}'"},
+		{"yaml tab", "name: a\nload:\n\twarmups: 3\n", "bad.yaml:3: invalid YAML: found character that cannot start any token"},
 		{"empty file", "# nothing\n", "bad.yaml: no scenario in the file"},
 		{"not a mapping", "42\n", "bad.yaml:1: want a scenario (a mapping) or a list of scenarios, got number 42"},
 		{"list item not a mapping", "- name: a\n- 3\n", "bad.yaml:2: [1]: want a scenario (a mapping), got number 3"},
@@ -135,7 +139,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad name", "name: a b\n", `bad.yaml:1: name: "a b": use letters, digits, '.', '_' and '-' only, starting with a letter or digit`},
 		{"duplicate name", "- name: a\n- name: a\n", `bad.yaml:2: name: "a" is also the name of the scenario at line 1`},
 		{"unknown top-level key", "name: a\nrate: 3\n", "bad.yaml:2: rate: unknown key (known keys here: name, description, target, backend, endpoint, dataset, load, sampling, extra_body, headers, metrics, slo, server_metrics, capacity)"},
-		{"unknown nested key", "name: a\nload:\n  request_rate: 1\n  rps: 3\n", "bad.yaml:4: load.rps: unknown key (known keys here: request_rate, burstiness, ramp_up, max_concurrency, warmups, max_duration, request_timeout, ready_timeout, trace_replay, trace_speed)"},
+		{"unknown nested key", "name: a\nload:\n  request_rate: 1\n  rps: 3\n", "bad.yaml:4: load.rps: unknown key (known keys here: request_rate, burstiness, ramp_up, max_concurrency, warmups, max_duration, request_timeout, ready_timeout, trace_replay, trace_speed, warm_connections, max_line_bytes)"},
 		{"duplicate key", "name: a\nname: b\n", "bad.yaml:2: name: duplicate key"},
 		{"wrong type string", "name: a\nload:\n  request_rate: fast\n", `bad.yaml:3: load.request_rate: want a number, got string "fast"`},
 		{"wrong type int", "name: a\ndataset:\n  num_prompts: 1.5\n", "bad.yaml:3: dataset.num_prompts: want an integer, got number 1.5"},
@@ -151,7 +155,7 @@ func TestParseErrors(t *testing.T) {
 		{"profile on vllm", "name: a\ntarget: {kind: vllm, model: m, profile: cpu}\n", "bad.yaml:2: target.profile: a simulator profile needs target.kind sim or inproc; this target is vllm"},
 		{"bad backend", "name: a\nbackend: tgi\n", `bad.yaml:2: backend: must be one of openai, vllm, openai-chat, openai-embeddings, vllm-rerank; got "tgi"`},
 		{"bad endpoint", "name: a\nendpoint: v1/completions\n", `bad.yaml:2: endpoint: must be a path starting with /, got "v1/completions"`},
-		{"bad dataset", "name: a\ndataset: {name: imdb}\n", `bad.yaml:2: dataset.name: must be one of random, random-rerank, sharegpt, custom, prefix_repetition, burstgpt, sonnet, spec_bench; got "imdb"`},
+		{"bad dataset", "name: a\ndataset: {name: imdb}\n", `bad.yaml:2: dataset.name: must be one of random, random-rerank, sharegpt, custom, spec_bench, sonnet, burstgpt, prefix_repetition, txt-slices; got "imdb"`},
 		{"file dataset without path", "name: a\ndataset:\n  name: sharegpt\n", "bad.yaml:2: dataset.path: required for the sharegpt dataset"},
 		{"zero prompts", "name: a\ndataset:\n  num_prompts: 0\n", "bad.yaml:3: dataset.num_prompts: must be at least 1, got 0"},
 		{"negative length", "name: a\ndataset:\n  output_len: -5\n", "bad.yaml:3: dataset.output_len: must not be negative, got -5"},

@@ -11,8 +11,8 @@ import (
 
 const benchSummary = `Benchmark online serving throughput: a drop-in for 'vllm bench serve'.
 Flags, defaults, validation, the console report and result files are
-vLLM's; servegate adds --scenario, --target, --report, --progress and
---no-plot.`
+vLLM's; servegate adds --scenario, --target, --report, --progress,
+--no-plot, --warm-connections, --request-timeout-sec and --max-duration-sec.`
 
 // parseBench parses and validates the bench command line. With
 // --scenario the scenario supplies the model and the other keys, so only
@@ -49,7 +49,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	r := &benchRun{args: a, flags: fp, parser: p, stdout: stdout, stderr: stderr}
 	if a.Scenario == nil {
 		r.plan = flagsPlan(a, fp, stderr)
-		return exitCode(prog, r.execute(ctx), stderr)
+		return interrupted(ctx, exitCode(prog, r.execute(ctx), stderr), stderr)
 	}
 	plans, err := scenarioPlans(*a.Scenario, a, fp, p)
 	if err != nil {
@@ -61,8 +61,25 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "=== scenario %s (%s)\n", plan.Name, *a.Scenario)
 		r.plan = plan
 		code = max(code, exitCode(prog, r.execute(ctx), stderr))
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return code
+	return interrupted(ctx, code, stderr)
+}
+
+// exitInterrupted is the status after SIGINT or SIGTERM (128 + SIGINT),
+// whatever the partial run measured.
+const exitInterrupted = 130
+
+// interrupted turns code into exitInterrupted when ctx was canceled by a
+// signal: what was measured has been written, and said to be partial.
+func interrupted(ctx context.Context, code int, stderr io.Writer) int {
+	if ctx.Err() == nil {
+		return code
+	}
+	fmt.Fprintln(stderr, "servegate bench: interrupted")
+	return exitInterrupted
 }
 
 // scenarioPlans loads a scenario file and plans each scenario: the

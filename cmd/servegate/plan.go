@@ -38,6 +38,7 @@ func flagsPlan(a *benchArgs, fp *benchPlan, log io.Writer) *benchtest.Plan {
 		plan.Tokenizer, plan.Info.TokenizerID = a.Model, a.Model
 		if a.Target == scenario.TargetInproc || a.Target == scenario.TargetSim {
 			plan.Tokenizer = scenario.ResolveTokenizer("", a.Model)
+			plan.Target.Tokenizer = plan.Tokenizer
 			if plan.Tokenizer == tokenizer.Llama3 {
 				fmt.Fprintf(log, "tokenizer: %s is not in the Hugging Face cache, so the %s target uses the bundled Llama-3 tokenizer (--tokenizer chooses another)\n", a.Model, a.Target)
 			}
@@ -97,6 +98,7 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 	set("tokenizer", func() {
 		if a.Tokenizer != nil {
 			plan.Tokenizer, info.TokenizerID, plan.Hub = *a.Tokenizer, *a.Tokenizer, cliHub()
+			plan.Target.Tokenizer = plan.Tokenizer // an inproc simulator counts with it too
 		}
 	})
 	// Dataset.
@@ -170,6 +172,13 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 		info.MaxConcurrency = e.MaxConcurrency
 	})
 	set("num-warmups", func() { e.NumWarmups = a.NumWarmups })
+	set("max-line-bytes", func() { e.MaxLineBytes = a.MaxLineBytes })
+	set("warm-connections", func() {
+		e.WarmConnections = 0
+		if a.WarmConnections {
+			e.WarmConnections = engine.WarmAuto
+		}
+	})
 	set("ready-check-timeout-sec", func() { e.ReadyTimeout = time.Duration(a.ReadyCheckTimeoutSec) * time.Second })
 	set("request-timeout-sec", func() { e.RequestTimeout = time.Duration(a.RequestTimeoutSec * float64(time.Second)) })
 	set("server-metrics-interval-sec", func() {

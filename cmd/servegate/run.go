@@ -79,7 +79,10 @@ func (r *benchRun) drive(ctx context.Context, tgt *benchtest.Target) (*benchtest
 	for _, w := range o.Result.Warnings {
 		fmt.Fprintf(r.stderr, "warning: %v\n", w)
 	}
-	if o.Result.Stopped != nil {
+	if o.Interrupted() {
+		info := o.RunInfo()
+		fmt.Fprintf(r.stderr, "warning: run interrupted (%v): %d requests never sent; the results below are partial\n", o.Result.Stopped, info.Unsent)
+	} else if o.Result.Stopped != nil {
 		fmt.Fprintf(r.stderr, "warning: run stopped early: %v\n", o.Result.Stopped)
 	}
 	return o, nil

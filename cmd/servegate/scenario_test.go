@@ -123,7 +123,7 @@ slo: {bounds: ["failed == 0"]}
 	want.Dataset.NumPrompts, want.Info.NumPrompts = 7, 7
 	want.Engine.RequestRate, want.Info.RequestRate = 9, 9
 	want.Info.Label = "x"
-	want.Tokenizer, want.Info.TokenizerID, want.Hub = "bert", "bert", cliHub()
+	want.Tokenizer, want.Info.TokenizerID, want.Hub, want.Target.Tokenizer = "bert", "bert", cliHub(), "bert"
 	assert.Equal(t, want, over)
 }
 

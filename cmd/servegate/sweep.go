@@ -11,6 +11,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/capacity"
+	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
@@ -158,6 +159,9 @@ func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
 		}
 		if c.MaxRate < c.MinRate || c.Precision >= 1 {
 			return nil, fmt.Errorf("scenario %s: want min rate <= max rate and precision < 1, got %v, %v, %v", sc.Name, c.MinRate, c.MaxRate, c.Precision)
+		}
+		if c.MaxRate > scenario.MaxCapacityRate || c.Budget.D() > engine.MaxTimeout || c.StepDuration.D() > engine.MaxTimeout {
+			return nil, fmt.Errorf("scenario %s: --max-rate is at most %v req/s, --budget and --step-duration at most %v", sc.Name, scenario.MaxCapacityRate, engine.MaxTimeout)
 		}
 		over.Capacity = &c
 		out = append(out, over)

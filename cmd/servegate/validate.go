@@ -82,7 +82,7 @@ func validateBench(a *benchArgs, p *argParser) (*benchPlan, error) {
 	if plan.Goodput, err = parseGoodput(a.Goodput); err != nil {
 		return nil, err
 	}
-	plan.Pooling = client.IsPooling(a.Backend) || a.Backend == "vllm-pooling"
+	plan.Pooling = client.IsPooling(a.Backend)
 	if plan.ExtraBody, err = requestBody(a, plan.Pooling); err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func requestBody(a *benchArgs, pooling bool) (map[string]any, error) {
 		setF("frequency_penalty", a.FrequencyPenalty)
 		setF("presence_penalty", a.PresencePenalty)
 		setF("repetition_penalty", a.RepetitionPenalty)
-		if len(body) > 0 && !slices.Contains(openAICompatible, a.Backend) {
+		if len(body) > 0 && !client.SendsSampling(a.Backend) {
 			return nil, errors.New("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		if _, ok := body["temperature"]; !ok {
@@ -201,8 +201,8 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if !slices.Contains(dataset.Names, a.DatasetName) {
 		return fmt.Errorf("--dataset-name %s: not implemented in servegate (supported: %s)", a.DatasetName, strings.Join(dataset.Names, ", "))
 	}
-	if !slices.Contains(supportedBackends, a.Backend) {
-		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(supportedBackends, ", "))
+	if !slices.Contains(client.Backends, a.Backend) {
+		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(client.Backends, ", "))
 	}
 	if a.NumPrompts < 1 && a.DatasetName != "custom" && a.DatasetName != "spec_bench" {
 		return fmt.Errorf("--num-prompts must be at least 1, got %d", a.NumPrompts)
@@ -227,6 +227,9 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	}
 	if a.RequestTimeoutSec <= 0 {
 		return fmt.Errorf("--request-timeout-sec must be positive, got %s", metrics.PyFloat(a.RequestTimeoutSec))
+	}
+	if err := checkFlagLimits(a); err != nil {
+		return err
 	}
 	if a.Target != "url" && (a.BaseURL != nil || p.given("host") || p.given("port")) {
 		return fmt.Errorf("--target %s starts its own server: do not give --base-url, --host or --port", a.Target)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -104,7 +103,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	if ctr != nil {
 		c = &Container{Container: ctr, Model: o.servedName(), logs: logs}
 	}
-	if tb, ok := o.logger.(testing.TB); ok {
+	if tb, ok := o.logger.(testLogger); ok {
 		tb.Cleanup(func() {
 			if tb.Failed() {
 				logs.dump(tb, "vllm container log (test failed)")
