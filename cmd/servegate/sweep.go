@@ -192,13 +192,17 @@ func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, std
 	fmt.Fprintf(stdout, "=== capacity of scenario %s on %s target %s (%s)\n", sc.Name, tgt.Kind, tgt.BaseURL, tgt.Model)
 	code := 0
 	for range a.count {
-		sw, err := benchtest.RunSweep(ctx, plan, tgt, benchtest.SweepHooks{Step: func(st capacity.Step, _ *benchtest.Outcome) {
+		// The budget is checked before each step; a step that overruns it
+		// is cut two minutes later.
+		sctx, cancel := context.WithTimeout(ctx, plan.Capacity.Budget.D()+2*time.Minute)
+		sw, err := benchtest.RunSweep(sctx, plan, tgt, benchtest.SweepHooks{Step: func(st capacity.Step, _ *benchtest.Outcome) {
 			v := "FAIL"
 			if st.Pass {
 				v = "PASS"
 			}
 			fmt.Fprintf(stdout, "step %s req/s: %s\n", metrics.PyFloat(st.Rate), v)
 		}})
+		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "servegate sweep: scenario %s: %v\n", sc.Name, err)
 			return 2
