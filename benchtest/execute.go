@@ -147,26 +147,31 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 // BenchConfig is the benchfmt file configuration of a run: what must be
 // equal for two results to be comparable.
 func (o *Outcome) BenchConfig() []report.BenchConfig {
-	p := o.Plan
-	cfg := []report.BenchConfig{
-		{Key: "model", Value: o.Target.Model},
-		{Key: "target", Value: o.Target.Kind},
-		{Key: "image", Value: o.Target.Image},
-		{Key: "backend", Value: p.Engine.Backend},
-		{Key: "endpoint", Value: p.Engine.Endpoint},
-		{Key: "dataset", Value: p.Dataset.Name},
-		{Key: "scenario-sha", Value: p.SHA},
-	}
+	cfg := benchConfig(o.Plan, o.Target)
 	if o.Interrupted() {
 		cfg = append(cfg, report.Interrupted())
 	}
 	return cfg
 }
 
+// benchConfig is the benchfmt file configuration of plan on tgt.
+func benchConfig(p *Plan, tgt *Target) []report.BenchConfig {
+	return []report.BenchConfig{
+		{Key: "model", Value: tgt.Model},
+		{Key: "target", Value: tgt.Kind},
+		{Key: "image", Value: tgt.Image},
+		{Key: "backend", Value: p.Engine.Backend},
+		{Key: "endpoint", Value: p.Engine.Endpoint},
+		{Key: "dataset", Value: p.Dataset.Name},
+		{Key: "scenario-sha", Value: p.SHA},
+	}
+}
+
 // BenchMetrics are the run's values in benchstat units.
 func (o *Outcome) BenchMetrics() []report.BenchMetric {
 	ms := report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
-	if o.Server != nil {
+	// An all-failed run carries its failure ratio alone.
+	if o.Server != nil && o.Summary.Completed > 0 {
 		ms = append(ms, report.ServerBenchMetrics(o.Server.Value)...)
 	}
 	return ms

@@ -192,10 +192,14 @@ func (sw *Sweep) BenchMetrics() []report.BenchMetric {
 }
 
 // BenchConfig is the benchfmt configuration of the search: the plan's,
-// as Outcome.BenchConfig says it.
+// as Outcome.BenchConfig says it, marked interrupted when the search was
+// canceled (the gate refuses such a result).
 func (sw *Sweep) BenchConfig() []report.BenchConfig {
-	o := &Outcome{Plan: sw.Plan, Target: sw.Target}
-	return o.BenchConfig()
+	cfg := benchConfig(sw.Plan, sw.Target)
+	if sw.Result.Stopped == capacity.StoppedCanceled {
+		cfg = append(cfg, report.Interrupted())
+	}
+	return cfg
 }
 
 // Verdict says whether the search found a rate that holds the SLOs, as an
