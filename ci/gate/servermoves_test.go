@@ -16,8 +16,8 @@ func TestServerMoves(t *testing.T) {
 	var base, head []map[string]float64
 	for i := range 6 {
 		d := float64(i) * 0.001
-		base = append(base, map[string]float64{"ttft-p99-sec": 0.100 + d, "server-preemptions": 0, "server-kv-peak-ratio": 0.40 + d})
-		head = append(head, map[string]float64{"ttft-p99-sec": 0.150 + d, "server-preemptions": 37, "server-kv-peak-ratio": 0.40 + d})
+		base = append(base, map[string]float64{"fail-ratio": 0, "ttft-p99-sec": 0.100 + d, "server-preemptions": 0, "server-kv-peak-ratio": 0.40 + d})
+		head = append(head, map[string]float64{"fail-ratio": 0, "ttft-p99-sec": 0.150 + d, "server-preemptions": 37, "server-kv-peak-ratio": 0.40 + d})
 	}
 	rep, err := Run(context.Background(), Config{
 		Base: []string{writeRuns(t, dir, "base", base)},
