@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/servegate/servegate/benchtest/capacity"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
@@ -34,6 +35,9 @@ type HTMLReport struct {
 	Summary ConsoleSummary
 	// SLOs are a scenario's verdicts, shown as a table when present.
 	SLOs []scenario.Verdict
+	// Capacity, when set, is the capacity search the run was the best
+	// step of: p99 TTFT and goodput against the rate of every step.
+	Capacity *capacity.Result
 	// Server holds the server's metrics over the run (KV-cache use,
 	// requests waiting and running), drawn beside the client's
 	// concurrency.
@@ -67,6 +71,7 @@ type htmlPage struct {
 	CSS              template.CSS
 	Tiles            []htmlTile
 	Summary          []summaryRow
+	Capacity         []htmlFigure
 	Latency          []htmlFigure
 	OverTime         []htmlFigure
 	Lag              htmlFigure
@@ -147,6 +152,7 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 			SVG: lineSVG("Concurrent requests per second", concurrent, "time since first request (s)", "requests")},
 	}
 	p.OverTime = append(p.OverTime, serverFigures(r.Server, r.Records)...)
+	p.Capacity = capacityFigures(r.Capacity)
 	p.SLOsPassed = true
 	for _, v := range r.SLOs {
 		word := verdictWord(v)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/capacity"
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
@@ -33,4 +34,24 @@ func TestHTMLReportServerSeries(t *testing.T) {
 	require.Positive(t, i)
 	pts := strings.Fields(svg[i+len(`points="`) : i+strings.Index(svg[i:], `"/>`)])
 	assert.Len(t, pts, 5, "a step line: three samples and two risers")
+}
+
+// TestHTMLReportCapacity: a search's steps are plotted against their rate.
+func TestHTMLReportCapacity(t *testing.T) {
+	res := &capacity.Result{MaxRate: 24, MinFailRate: 26, Steps: []capacity.Step{
+		{Rate: 8, Pass: true, Goodput: 7.9, P99TTFT: 40},
+		{Rate: 32, Pass: false, Goodput: 3, P99TTFT: 1500},
+		{Rate: 24, Pass: true, Goodput: 23, P99TTFT: 60},
+	}}
+	var buf bytes.Buffer
+	require.NoError(t, WriteHTMLReport(&buf, HTMLReport{Capacity: res}))
+	page := buf.String()
+	assert.Contains(t, page, "<h3>p99 TTFT against request rate</h3>")
+	assert.Contains(t, page, "<h3>Goodput against request rate</h3>")
+	assert.Contains(t, page, "max goodput rate: 24 req/s (fails at 26)")
+	assert.Equal(t, 2, strings.Count(page, `class="dot fail"`), "the failed step, in both charts")
+
+	buf.Reset()
+	require.NoError(t, WriteHTMLReport(&buf, HTMLReport{}))
+	assert.NotContains(t, buf.String(), "Capacity</h2>", "no search, no section")
 }

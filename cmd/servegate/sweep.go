@@ -37,7 +37,7 @@ type sweepArgs struct {
 	scenario, name, target, baseURL string
 	minRate, maxRate, precision     float64
 	budget, stepDuration            time.Duration
-	result, benchfmt                string
+	result, benchfmt, report        string
 	count                           int
 }
 
@@ -56,6 +56,7 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 	fs.DurationVar(&a.stepDuration, "step-duration", 0, "send rate x this many requests per step (default: capacity.step_duration)")
 	fs.StringVar(&a.result, "result", "", "write the result JSON (the run at the highest passing rate, max_goodput_rate and the steps) to this `file`")
 	fs.StringVar(&a.benchfmt, "benchfmt", "", "append a max-rate-req/s benchfmt line per search to this `file`")
+	fs.StringVar(&a.report, "report", "", "write a self-contained HTML report (the steps against their rate, and the run at the highest passing rate) to this `file`")
 	fs.IntVar(&a.count, "count", 1, "run the search this many times (one benchfmt line each)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sweepUsage)
@@ -235,6 +236,11 @@ func writeSweep(a *sweepArgs, sw *benchtest.Sweep) error {
 			return err
 		}
 	}
+	if a.report != "" {
+		if err := writeHTMLFile(a.report, sweepHTML(sw)); err != nil {
+			return err
+		}
+	}
 	if a.benchfmt == "" {
 		return nil
 	}
@@ -248,4 +254,30 @@ func writeSweep(a *sweepArgs, sw *benchtest.Sweep) error {
 		werr = cerr
 	}
 	return werr
+}
+
+// sweepHTML is the HTML report of a search: the steps against their rate
+// and, when a rate passed, the run at the highest one.
+func sweepHTML(sw *benchtest.Sweep) report.HTMLReport {
+	p := sw.Plan
+	rep := report.HTMLReport{
+		Title:    fmt.Sprintf("servegate sweep: scenario %s, %s on %s", p.Name, sw.Target.Model, sw.Target.Kind),
+		Capacity: sw.Result,
+		Settings: []report.ReportSetting{
+			{Name: "target", Value: sw.Target.Kind}, {Name: "base URL", Value: sw.Target.BaseURL},
+			{Name: "model", Value: sw.Target.Model}, {Name: "scenario", Value: p.Name},
+			{Name: "capacity", Value: report.CapacityLine(sw.Result)},
+		},
+	}
+	if o := sw.Best; o != nil {
+		rep.Generated = o.Result.Start.Add(o.Result.Duration)
+		rep.Records, rep.SLOs, rep.Server = o.Result.Records, o.Verdicts, o.ServerSeries()
+		rep.Summary = report.ConsoleSummary{
+			Values: o.Summary, Pooling: p.Summary.Pooling, RequestRate: o.Plan.Engine.RequestRate,
+			MaxConcurrency: p.Engine.MaxConcurrency, Goodput: len(p.Summary.Goodput) > 0 && !p.Summary.Pooling,
+			PercentileMetrics: p.Summary.PercentileMetrics, Percentiles: p.Summary.Percentiles,
+		}
+		rep.Settings = append(rep.Settings, report.ReportSetting{Name: "run shown", Value: "the step at " + metrics.PyFloat(o.Plan.Engine.RequestRate) + " req/s"})
+	}
+	return rep
 }

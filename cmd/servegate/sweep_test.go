@@ -30,9 +30,9 @@ func TestSweepCommand(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "cap.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(sweepScenarioYAML), 0o644))
-	result, bf := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.benchfmt")
+	result, bf, html := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.benchfmt"), filepath.Join(dir, "out.html")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--scenario", file, "--result", result, "--benchfmt", bf, "--count", "2"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"sweep", "--scenario", file, "--result", result, "--benchfmt", bf, "--count", "2", "--report", html}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	out := stdout.String()
 	assert.Contains(t, out, "step  rate req/s  goodput req/s  p99 ttft ms  verdict")
@@ -48,6 +48,11 @@ func TestSweepCommand(t *testing.T) {
 	assert.Equal(t, 150.0, res["max_goodput_rate"])
 	assert.Equal(t, 150.0, res["request_rate"])
 	assert.Equal(t, "max_rate passed", res["capacity"].(map[string]any)["stopped"])
+
+	page, err := os.ReadFile(html)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "p99 TTFT against request rate")
+	assert.Contains(t, string(page), "the step at 150.0 req/s")
 
 	bfData, err := os.ReadFile(bf)
 	require.NoError(t, err)
