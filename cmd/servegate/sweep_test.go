@@ -81,3 +81,14 @@ func TestSweepCommandErrors(t *testing.T) {
 		assert.Contains(t, stderr.String(), c.want, "%v", c.args)
 	}
 }
+
+// TestBenchRefusesACapacityScenario: bench runs one rate; a capacity
+// scenario has none, so bench points to sweep instead of guessing.
+func TestBenchRefusesACapacityScenario(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cap.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(sweepScenarioYAML), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--scenario", file}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "scenario quick-capacity has a capacity block: run it with servegate sweep --scenario")
+}
