@@ -44,6 +44,10 @@ func BenchDir(b *testing.B, dir string) {
 func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.StopTimer()
 	plan, tgt := start(b, owner, sc)
+	if plan.Capacity != nil {
+		runCapacityBench(b, plan, tgt)
+		return
+	}
 	var (
 		units []string
 		sums  = map[string]float64{}

@@ -14,6 +14,7 @@ import (
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/benchtest/servermetrics"
 )
 
 // Hooks let a front door watch a run without owning any of it.
@@ -46,6 +47,10 @@ type Outcome struct {
 	// Health are the checks of the load generator's health, in the order
 	// of Plan.Harness.Bounds; any failure makes the run invalid.
 	Health []scenario.Verdict
+	// Server is what the server's metrics said, nil when the plan does not
+	// scrape them. Its problems (and the checks it allows) are in
+	// Result.Warnings.
+	Server *servermetrics.Summary
 
 	lookup func(string) (float64, bool)
 }
@@ -85,7 +90,15 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 	if hooks.Starting != nil {
 		hooks.Starting(len(plan.samples))
 	}
+	rec := startServerMetrics(ctx, plan, tgt)
+	if rec != nil {
+		cfg.Started = func() { rec.Start(ctx) }
+	}
 	res, err := engine.Run(ctx, cfg, plan.samples)
+	var server *servermetrics.Summary
+	if rec != nil {
+		server = stopServerMetrics(ctx, rec)
+	}
 	if err != nil {
 		if plan.Name != "" {
 			return nil, fmt.Errorf("scenario %s: %w", plan.Name, err)
@@ -94,8 +107,12 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 	}
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
 	sum.Health = res.Health
-	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum}
+	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum, Server: server}
 	o.lookup = scenario.WithDerived(measured(sum))
+	if server != nil {
+		o.lookup = serverLookup(o.lookup, server)
+		res.Warnings = append(res.Warnings, serverWarnings(o)...)
+	}
 	o.Health = plan.Harness.Check(o.lookup)
 	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
@@ -223,8 +240,13 @@ func (o *Outcome) Interrupted() bool {
 	return o.Result.Stopped != nil && !errors.Is(o.Result.Stopped, engine.ErrMaxDuration)
 }
 
-// ResultJSON renders vLLM's result JSON with per-request detail.
+// ResultJSON renders vLLM's result JSON, with per-request detail when
+// detailed, and the server's metrics (the raw scrapes too when detailed)
+// after all of vLLM's keys.
 func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
+	if o.Server != nil {
+		info.Appendix = append(serverFields(o.Server, o.Result.Start, detailed), info.Appendix...)
+	}
 	return o.Summary.ResultJSON(info, detailed)
 }
 
@@ -232,17 +254,7 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 // equal for two results to be comparable, and "invalid" with the reason
 // when the run is invalid (the key is absent from a valid run's result).
 func (o *Outcome) BenchConfig() []report.BenchConfig {
-	p := o.Plan
-	cfg := []report.BenchConfig{
-		{Key: "model", Value: o.Target.Model},
-		{Key: "target", Value: o.Target.Kind},
-		{Key: "image", Value: o.Target.Image},
-		{Key: "backend", Value: p.Engine.Backend},
-		{Key: "endpoint", Value: p.Engine.Endpoint},
-		{Key: "dataset", Value: p.Dataset.Name},
-		{Key: "scenario-sha", Value: p.SHA},
-		{Key: "cpuset", Value: o.CPUSet()},
-	}
+	cfg := benchConfig(o.Plan, o.Target)
 	if why := o.Invalid(); why != "" {
 		cfg = append(cfg, report.Invalid(why))
 	}
@@ -252,16 +264,35 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 	return cfg
 }
 
-// CPUSet says how the target and the load generator shared the CPUs:
-// Target.CPUSet, "shared" when the target did not say.
-func (o *Outcome) CPUSet() string {
-	return cmp.Or(o.Target.CPUSet, cpuset.Shared)
+// benchConfig is the benchfmt file configuration of plan on tgt.
+func benchConfig(p *Plan, tgt *Target) []report.BenchConfig {
+	return []report.BenchConfig{
+		{Key: "model", Value: tgt.Model},
+		{Key: "target", Value: tgt.Kind},
+		{Key: "image", Value: tgt.Image},
+		{Key: "backend", Value: p.Engine.Backend},
+		{Key: "endpoint", Value: p.Engine.Endpoint},
+		{Key: "dataset", Value: p.Dataset.Name},
+		{Key: "scenario-sha", Value: p.SHA},
+		{Key: "cpuset", Value: cpuSet(tgt)},
+	}
 }
 
-// BenchMetrics are the run's values in benchstat units, the harness
-// health figures last.
+// CPUSet says how the target and the load generator shared the CPUs:
+// Target.CPUSet, "shared" when the target did not say.
+func (o *Outcome) CPUSet() string { return cpuSet(o.Target) }
+
+func cpuSet(tgt *Target) string { return cmp.Or(tgt.CPUSet, cpuset.Shared) }
+
+// BenchMetrics are the run's values in benchstat units: the server's,
+// its metrics' (server-*) and the harness health figures last.
 func (o *Outcome) BenchMetrics() []report.BenchMetric {
-	return append(report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles), report.HealthMetrics(o.lookup)...)
+	ms := report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
+	// An all-failed run carries no served measure.
+	if o.Server != nil && o.Summary.Completed > 0 {
+		ms = append(ms, report.ServerBenchMetrics(o.Server.Value)...)
+	}
+	return append(ms, report.HealthMetrics(o.lookup)...)
 }
 
 // Value returns a summary value by its SLO metric name (derived ones

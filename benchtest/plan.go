@@ -10,6 +10,7 @@ import (
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/benchtest/servermetrics"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -53,6 +54,13 @@ type Plan struct {
 	// the run is invalid (the scenario's harness; the zero value, of a
 	// plain `servegate bench` run, checks nothing but still measures).
 	Harness scenario.Harness
+	// ServerMetrics says whether and how often the server's metrics are
+	// scraped. NewPlan scrapes every second unless the scenario turns it
+	// off; a plain `servegate bench` run scrapes only when asked.
+	ServerMetrics servermetrics.Options
+	// Capacity, when set, makes the plan a capacity search (Sweep)
+	// instead of one run.
+	Capacity *scenario.Capacity
 	// Info is the result JSON's header. Execute fills Date, RPSChanges,
 	// ModelID when empty and, with Info.Extras, the target metadata.
 	Info metrics.RunInfo
@@ -125,6 +133,12 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 		},
 		SLO:     sc.SLO,
 		Harness: sc.Harness,
+		ServerMetrics: servermetrics.Options{
+			Interval: sc.ServerMetrics.ScrapeInterval(),
+			Off:      !sc.ServerMetrics.Scrapes(),
+			Path:     sc.ServerMetrics.Path,
+		},
+		Capacity: sc.Capacity,
 		Info: metrics.RunInfo{
 			Backend:        sc.Backend,
 			Label:          sc.Name,

@@ -75,6 +75,10 @@ func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*Plan, *Targ
 
 func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 	plan, tgt := start(t, owner, sc)
+	if plan.Capacity != nil {
+		runCapacityTest(t, plan, tgt)
+		return
+	}
 	ctx, cancel := runContext(t.Context(), plan)
 	defer cancel()
 	o, err := Execute(ctx, plan, tgt, rerunHooks(t, "test"))

@@ -110,7 +110,10 @@ func TestScenarioFiles(t *testing.T) {
 		if sc.Dataset.Name == "prefix_repetition" {
 			have["prefix"] = true
 		}
+		if sc.Capacity != nil {
+			have["capacity"] = true
+		}
 	}
-	assert.Equal(t, []string{"chat-poisson", "completions-bursty", "prefix-cached", "prefix-uncached", "ramp-up-linear", "saturation"}, names)
-	assert.Equal(t, map[string]bool{"ramp-up": true, "max-concurrency": true, "bursty": true, "poisson": true, "prefix": true}, have)
+	assert.Equal(t, []string{"capacity", "chat-poisson", "completions-bursty", "prefix-cached", "prefix-uncached", "ramp-up-linear", "saturation"}, names)
+	assert.Equal(t, map[string]bool{"ramp-up": true, "max-concurrency": true, "bursty": true, "poisson": true, "prefix": true, "capacity": true}, have)
 }

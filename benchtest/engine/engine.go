@@ -119,6 +119,10 @@ type Config struct {
 	// Progress, when set, is called after each request with the number
 	// done and the total; calls are serialized.
 	Progress func(done, total int)
+	// Started, when set, is called once the readiness check and the
+	// warm-ups are done, just before the run's time zero (servegate scrapes
+	// the server's metrics baseline there).
+	Started func()
 	// HTTPClient sends the requests; nil builds one sized for the run.
 	HTTPClient *http.Client
 	// WarmConnections dials this many connections after the warm-up and
@@ -225,6 +229,9 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	}
 	if err := cfg.warm(ctx, warmer, len(indices)); err != nil {
 		res.Warnings = append(res.Warnings, err)
+	}
+	if cfg.Started != nil {
+		cfg.Started()
 	}
 	offsets := cfg.offsets(sched, samples)
 	lora := cfg.loraChoices(len(samples))

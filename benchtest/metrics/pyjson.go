@@ -15,15 +15,16 @@ import (
 // Infinity allowed), so that a result file is byte-compatible with the one
 // vllm bench serve writes.
 
-// A field is one key of an ordered JSON object.
-type field struct {
+// A Field is one key of an ordered JSON object, such as the keys a result
+// file appends (RunInfo.Appendix). A []Field value is written as an object.
+type Field struct {
 	Key   string
 	Value any
 }
 
 // object is a JSON object that keeps insertion order; set replaces the
 // value of an existing key in place, like a Python dict.
-type object []field
+type object []Field
 
 func (o *object) set(key string, v any) {
 	for i := range *o {
@@ -32,7 +33,7 @@ func (o *object) set(key string, v any) {
 			return
 		}
 	}
-	*o = append(*o, field{key, v})
+	*o = append(*o, Field{key, v})
 }
 
 func (o *object) del(key string) {
@@ -149,6 +150,8 @@ func writePyJSON(b []byte, v any) []byte {
 			b = writePyJSON(b, f.Value)
 		}
 		return append(b, '}')
+	case []Field:
+		return writePyJSON(b, object(x))
 	case []any:
 		return appendPyList(b, x, writePyJSON)
 	case []int:
@@ -172,7 +175,7 @@ func writePyJSON(b []byte, v any) []byte {
 func sortedObject[V any](m map[string]V) object {
 	o := make(object, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		o = append(o, field{k, m[k]})
+		o = append(o, Field{k, m[k]})
 	}
 	return o
 }

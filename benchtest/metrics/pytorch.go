@@ -90,7 +90,7 @@ func clearInf(v any) any {
 	case object:
 		out := make(object, len(x))
 		for i, f := range x {
-			out[i] = field{f.Key, clearInf(f.Value)}
+			out[i] = Field{f.Key, clearInf(f.Value)}
 		}
 		return out
 	case []any:

@@ -59,6 +59,11 @@ type RunInfo struct {
 	// scheduled_times, dispatch_times, free_times, failure_kinds, unsent,
 	// chunk_tokens).
 	Extras bool
+	// Appendix holds keys written after all others, in order, whatever
+	// Extras says: servegate's server_metrics and capacity results. Values
+	// are what the result writer knows (nil, bool, int, float64, string,
+	// []float64, []string, []any, []Field for an object).
+	Appendix []Field
 }
 
 // An RPSChange is a ramp-up event: the integer request rate reached and
@@ -125,6 +130,9 @@ func (s *Summary) resultObject(info RunInfo, detailed bool) object {
 		for _, k := range perRequestKeys {
 			o.del(k)
 		}
+	}
+	for _, f := range info.Appendix {
+		o.set(f.Key, f.Value)
 	}
 	return o
 }
@@ -243,6 +251,11 @@ func nilIfEmpty(s string) any {
 	}
 	return s
 }
+
+// FieldsJSON renders fields as one JSON object, written the way the
+// result files are (a capacity search that found no passing rate has no
+// run to write, only its own keys).
+func FieldsJSON(fields []Field) []byte { return writePyJSON(nil, object(fields)) }
 
 // WriteResult writes a result JSON to path; with appendMode it appends
 // to an existing file, a newline before the new object when the file is

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/servegate/servegate/benchtest/capacity"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/benchtest/scenario"
@@ -37,6 +38,13 @@ type HTMLReport struct {
 	// harness limits (Verdict.Harness) are tagged, and when one broke the
 	// SLO rows read VOID (the run is invalid).
 	SLOs []scenario.Verdict
+	// Capacity, when set, is the capacity search the run was the best
+	// step of: p99 TTFT and goodput against the rate of every step.
+	Capacity *capacity.Result
+	// Server holds the server's metrics over the run (KV-cache use,
+	// requests waiting and running), drawn beside the client's
+	// concurrency.
+	Server []ServerSeries
 }
 
 // A ReportSetting is one line of the report's configuration table.
@@ -67,6 +75,7 @@ type htmlPage struct {
 	CSS              template.CSS
 	Tiles            []htmlTile
 	Summary          []summaryRow
+	Capacity         []htmlFigure
 	Latency          []htmlFigure
 	OverTime         []htmlFigure
 	Lag              htmlFigure
@@ -149,6 +158,8 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 		{Title: "Concurrent requests", Caption: "requests in flight during each one-second bucket",
 			SVG: lineSVG("Concurrent requests per second", concurrent, "time since first request (s)", "requests")},
 	}
+	p.OverTime = append(p.OverTime, serverFigures(r.Server, r.Records)...)
+	p.Capacity = capacityFigures(r.Capacity)
 	p.SLOsPassed = true
 	inv := tableInvalid(r.SLOs)
 	for _, v := range r.SLOs {

@@ -115,6 +115,7 @@ func (sc *Scenario) applyDefaults() {
 	if !p.has("metrics.percentiles") {
 		m.Percentiles = []float64{defaultPercentile}
 	}
+	sc.capacityDefaults()
 }
 
 // addSLOPercentiles adds to Metrics the percentiles and percentile metrics

@@ -12,10 +12,11 @@ import (
 var derivedMetrics = []string{"goodput_ratio"}
 
 // knownMetric reports whether an SLO may bound the metric name: a name of
-// vLLM's result JSON or one of servegate's extras (metrics.KnownMetric), or
-// one of derivedMetrics.
+// vLLM's result JSON or one of servegate's extras (metrics.KnownMetric),
+// one of derivedMetrics, or a server metric, "server." and one of
+// servermetrics.Names.
 func knownMetric(name string) bool {
-	return slices.Contains(derivedMetrics, name) || metrics.KnownMetric(name)
+	return slices.Contains(derivedMetrics, name) || metrics.KnownMetric(name) || serverMetric(name)
 }
 
 // WithDerived extends a summary lookup (metrics.Summary.Value) with

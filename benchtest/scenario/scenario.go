@@ -39,6 +39,11 @@ type Scenario struct {
 	// Harness holds the limits on the load generator's health past which
 	// the run is invalid rather than judged.
 	Harness Harness `yaml:"harness"`
+	// ServerMetrics says how the server's metrics are scraped.
+	ServerMetrics ServerMetrics `yaml:"server_metrics"`
+	// Capacity, when set, makes the scenario a capacity search instead of
+	// one run at load.request_rate.
+	Capacity *Capacity `yaml:"capacity"`
 
 	// File is the file the scenario was loaded from ("" when parsed from
 	// bytes with no name).

@@ -45,6 +45,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Comparisons) > 0 {
 		b.WriteString("\n")
 	}
+	_ = r.WriteServerMoves(&b)
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", warn)
 	}
@@ -225,6 +226,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "\n<details><summary>Other metrics (%d rows, not gated)</summary>\n\n", len(other))
 		writeMarkdownTable(&b, other)
 		b.WriteString("\n</details>\n")
+	}
+	var moves strings.Builder
+	_ = r.WriteServerMoves(&moves)
+	if moves.Len() > 0 {
+		b.WriteString("\n")
+		for _, l := range strings.Split(strings.TrimRight(moves.String(), "\n"), "\n") {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+		}
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(&b, "\n> warning: %s\n", mdEscape(warn))

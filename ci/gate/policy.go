@@ -115,6 +115,7 @@ func ParseTolerance(s string) (Tolerance, error) {
 //	fail-ratio:    +0 absolute: any significant rise fails (required)
 //	ttft-p99-sec:  5% worse at most, i.e. +5% (required)
 //	goodput-req/s: 5% worse at most, i.e. -5% (optional: only scenarios with SLOs report it)
+//	max-rate-req/s: 5% lower at most (optional: only capacity scenarios report it)
 //
 // fail-ratio comes first: a head whose requests fail more often is worse
 // whatever its latencies say, and a run with no successful request
@@ -133,6 +134,7 @@ func DefaultPolicy() *Policy {
 			{Unit: "fail-ratio", Tolerance: Tolerance{Amount: 0, Sign: 1}},
 			{Unit: "ttft-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}},
 			{Unit: "goodput-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+			{Unit: "max-rate-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 		},
 	}
 }
@@ -149,6 +151,9 @@ gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
     tolerance: 5%
     optional: true   # reported only by scenarios that declare SLOs
     # better: higher # would override the inputs' "Unit goodput-req/s better=..." line
+  max-rate-req/s:    # capacity (scenarios with a capacity: block) may drop 5%
+    tolerance: 5%
+    optional: true
 `
 
 // policyFile is the YAML form of a Policy.

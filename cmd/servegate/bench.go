@@ -97,6 +97,9 @@ func scenarioPlans(path string, a *benchArgs, fp *benchPlan, p *argParser) ([]*b
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
+		if sc.Capacity != nil {
+			return nil, fmt.Errorf("scenario %s has a capacity block: run it with servegate sweep --scenario %s", sc.Name, path)
+		}
 		plan, err := scenarioPlan(over, a, fp, p)
 		if err != nil {
 			return nil, err

@@ -120,6 +120,9 @@ type benchArgs struct {
 	MaxLineBytes      int
 	Shard             *string
 	StartAt           *string
+	// ServerMetricsIntervalSec is the scrape interval of the server's
+	// metrics; 0 turns scraping off.
+	ServerMetricsIntervalSec float64
 }
 
 const (
@@ -257,6 +260,7 @@ func addServegateFlags(p *argParser, a *benchArgs) {
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
 	p.boolVar(&a.WarmConnections, "warm-connections", g, "Open one connection per request that can be in flight at once (--max-concurrency, else every request; at most 4096) before the run starts, so that TTFT does not include connection set-up. vLLM opens connections as requests go out, which is the default here too; scenarios warm by default.")
 	p.intVar(&a.MaxLineBytes, "max-line-bytes", 0, g, "Fail a request whose server sends one SSE line longer than this many bytes (line_too_long) and close its stream; 0 means 1 MiB, at most 1 GiB.")
+	p.floatVar(&a.ServerMetricsIntervalSec, "server-metrics-interval-sec", 0, g, "Scrape the server's Prometheus /metrics every this many seconds (and before, at the start and at the end of the run) and add server_metrics to the result; 0 turns scraping off. Default: off for a plain run (as vLLM), a scenario's server_metrics.interval (1 s) with --scenario.")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
 	p.optStringVar(&a.Shard, "shard", g, "i/N (i from 1): send only every N-th request of the schedule, starting with request i-1, at the full schedule's times; N processes with the same flags send the whole run once. Needs --start-at; merge the results with 'servegate merge'.")
 	p.optStringVar(&a.StartAt, "start-at", g, "Start the schedule at this wall-clock time (RFC 3339, e.g. 2026-12-01T20:00:00Z), after the ready check and warm-ups, so that every --shard starts together.")

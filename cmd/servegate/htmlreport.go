@@ -25,6 +25,7 @@ func (r *benchRun) writeHTMLReport(path string, o *benchtest.Outcome, console re
 		Records:   o.Result.Records,
 		Summary:   console,
 		SLOs:      o.Table(),
+		Server:    o.ServerSeries(),
 	})
 }
 

@@ -2,6 +2,7 @@
 //
 //	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
 //	servegate sim ...     the vLLM-compatible simulator server
+//	servegate sweep ...   find the highest request rate that meets a scenario's SLOs
 //	servegate gate ...    compare benchmark results and fail on regressions
 //	servegate report ...  summarise a saved detailed result again
 //	servegate merge ...   merge the detailed results of a sharded run
@@ -29,6 +30,7 @@ commands:
   bench   benchmark a server: a drop-in for 'vllm bench serve' (same flags,
           same console report), plus --scenario, --target, --report
   sim     run the vLLM-compatible simulator server
+  sweep   find the highest request rate at which a scenario's SLOs hold
   gate    compare base and head benchmark results; fail on a regression
   report  summarise a saved detailed result again (console, plots, HTML)
   merge   merge the shards' detailed results of one run (bench --shard)
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "sim":
 		return runSim(ctx, args[1:], stdout, stderr)
+	case "sweep":
+		return runSweepCmd(ctx, args[1:], stdout, stderr)
 	case "gate":
 		return runGate(ctx, args[1:], stdout, stderr)
 	case "report":

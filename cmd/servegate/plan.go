@@ -12,6 +12,7 @@ import (
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/benchtest/servermetrics"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -26,6 +27,8 @@ func flagsPlan(a *benchArgs, fp *benchPlan, log io.Writer) *benchtest.Plan {
 		Target: scenario.Target{Kind: a.Target, Model: a.Model},
 		Hub:    cliHub(),
 		Info:   metrics.RunInfo{ModelID: a.Model},
+		// No scrapes unless asked: a plain run is vllm bench serve's.
+		ServerMetrics: servermetrics.Options{Off: true},
 	}
 	if a.Target == scenario.TargetURL {
 		plan.Target.URL = fp.BaseURL
@@ -178,6 +181,10 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 	})
 	set("ready-check-timeout-sec", func() { e.ReadyTimeout = time.Duration(a.ReadyCheckTimeoutSec) * time.Second })
 	set("request-timeout-sec", func() { e.RequestTimeout = time.Duration(a.RequestTimeoutSec * float64(time.Second)) })
+	set("server-metrics-interval-sec", func() {
+		plan.ServerMetrics.Interval = time.Duration(a.ServerMetricsIntervalSec * float64(time.Second))
+		plan.ServerMetrics.Off = a.ServerMetricsIntervalSec == 0
+	})
 	set("max-duration-sec", func() { e.MaxDuration = time.Duration(a.MaxDurationSec * float64(time.Second)) })
 	set("shard", func() { e.Shard, info.Extras = fp.Shard, info.Extras || fp.Shard.Enabled() })
 	set("start-at", func() { e.StartAt = fp.StartAt })

@@ -228,6 +228,9 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if a.MaxDurationSec < 0 || math.IsNaN(a.MaxDurationSec) {
 		return fmt.Errorf("--max-duration-sec must not be negative, got %s", metrics.PyFloat(a.MaxDurationSec))
 	}
+	if iv := a.ServerMetricsIntervalSec; math.IsNaN(iv) || iv < 0 || (iv > 0 && iv < 0.01) || math.IsInf(iv, 0) {
+		return fmt.Errorf("--server-metrics-interval-sec must be 0 (off) or at least 0.01, got %s", metrics.PyFloat(iv))
+	}
 	if a.RequestTimeoutSec <= 0 {
 		return fmt.Errorf("--request-timeout-sec must be positive, got %s", metrics.PyFloat(a.RequestTimeoutSec))
 	}

@@ -1,0 +1,77 @@
+package benchtest
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/capacity"
+	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/benchtest/scenario"
+)
+
+// runSweep runs the capacity search of plan, writes its result JSON and
+// benchfmt line, and logs the step table and warnings.
+func runSweep(tb testing.TB, plan *Plan, tgt *Target, mode, benchfmtFile string) *Sweep {
+	tb.Helper()
+	// The budget is checked before each step; a step that overruns it is
+	// cut after two more minutes.
+	ctx, cancel := context.WithTimeout(tb.Context(), plan.Capacity.Budget.D()+2*time.Minute)
+	defer cancel()
+	sw, err := RunSweep(ctx, plan, tgt, SweepHooks{Step: func(st capacity.Step, _ *Outcome) {
+		tb.Logf("capacity step at %g req/s: pass=%v", st.Rate, st.Pass)
+	}})
+	require.NoError(tb, err)
+	path, err := out.writeResult(plan.Name, mode, sw.ResultJSON(true))
+	if err != nil {
+		tb.Errorf("save result: %v", err)
+	}
+	bpath, err := out.writeBenchfmt(benchfmtFile, benchName(tb.Name()), sw.BenchConfig(), sw.BenchMetrics())
+	if err != nil {
+		tb.Errorf("save benchfmt: %v", err)
+	}
+	for _, w := range sw.Warnings {
+		tb.Logf("warning: %v", w)
+	}
+	var table bytes.Buffer
+	_ = report.WriteCapacityTable(&table, sw.Result)
+	tb.Logf("capacity of scenario %s on %s target (%s):\n%s", plan.Name, tgt.Kind, tgt.Model, table.String())
+	tb.Logf("results: %s, %s", path, bpath)
+	return sw
+}
+
+// runCapacityTest is Run for a scenario with a capacity block: the search
+// must find a rate at which every SLO holds.
+func runCapacityTest(t *testing.T, plan *Plan, tgt *Target) {
+	sw := runSweep(t, plan, tgt, "test", testBenchfmt)
+	v := sw.Verdict()
+	assert.Truef(t, v.Pass, "capacity of scenario %s: no rate from %g req/s up meets every SLO", plan.Name, plan.Capacity.MinRate)
+	if t.Failed() && sw.Best == nil && len(sw.Result.Steps) > 0 {
+		t.Logf("the first step failed: %v", sw.Result.Steps[0].Failed)
+	}
+	var md bytes.Buffer
+	md.WriteString("### " + t.Name() + "\n\n")
+	_ = report.WriteSLOMarkdown(&md, []scenario.Verdict{v})
+	md.WriteString("\n")
+	if err := out.appendText(sloMarkdown, md.String()); err != nil {
+		t.Errorf("write slo table: %v", err)
+	}
+}
+
+// runCapacityBench is Bench for a scenario with a capacity block: one
+// search per iteration, max-rate-req/s reported.
+func runCapacityBench(b *testing.B, plan *Plan, tgt *Target) {
+	var sum float64
+	for range b.N {
+		b.StartTimer()
+		sw := runSweep(b, plan, tgt, "bench", benchBenchfmt)
+		b.StopTimer()
+		sum += sw.Result.MaxRate
+	}
+	b.ReportMetric(sum/float64(b.N), "max-rate-req/s")
+	b.ReportMetric(0, "ns/op")
+}

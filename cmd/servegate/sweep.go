@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/servegate/servegate/benchtest"
+	"github.com/servegate/servegate/benchtest/capacity"
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/benchtest/scenario"
+)
+
+const sweepUsage = `usage: servegate sweep --scenario FILE [flags]
+
+Find the highest request rate at which every SLO of a scenario holds
+(goodput_ratio included): double the rate from the minimum until a step
+fails, then bisect between the last pass and the first fail, within a
+precision and a time budget. Each step is a full run of the scenario at one
+rate, warm-ups included. The scenario's capacity block sets the defaults;
+a scenario without one is searched with the built-in defaults.
+
+Exit status: 0 when a rate holds every SLO, 1 when none does, 2 for bad
+flags or an invalid run.
+
+flags:
+`
+
+// sweepArgs are the flags of servegate sweep.
+type sweepArgs struct {
+	scenario, name, target, baseURL string
+	minRate, maxRate, precision     float64
+	budget, stepDuration            time.Duration
+	result, benchfmt, report        string
+	count                           int
+}
+
+func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error) {
+	a := &sweepArgs{}
+	fs := flag.NewFlagSet("servegate sweep", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&a.scenario, "scenario", "", "scenario `file` (required)")
+	fs.StringVar(&a.name, "name", "", "the scenario of the file to search (default: the only one, or each with a capacity block)")
+	fs.StringVar(&a.target, "target", "", "override target.kind: sim, inproc, vllm or url")
+	fs.StringVar(&a.baseURL, "base-url", "", "the url target's base URL (selects --target url)")
+	fs.Float64Var(&a.minRate, "min-rate", 0, "first rate tried, req/s (default: capacity.min_rate)")
+	fs.Float64Var(&a.maxRate, "max-rate", 0, "highest rate tried, req/s (default: capacity.max_rate)")
+	fs.Float64Var(&a.precision, "precision", 0, "stop when fail - pass <= precision * pass (default: capacity.precision)")
+	fs.DurationVar(&a.budget, "budget", 0, "time limit of one search (default: capacity.budget)")
+	fs.DurationVar(&a.stepDuration, "step-duration", 0, "send rate x this many requests per step (default: capacity.step_duration)")
+	fs.StringVar(&a.result, "result", "", "write the result JSON (the run at the highest passing rate, max_goodput_rate and the steps) to this `file`")
+	fs.StringVar(&a.benchfmt, "benchfmt", "", "append a max-rate-req/s benchfmt line per search to this `file`")
+	fs.StringVar(&a.report, "report", "", "write a self-contained HTML report (the steps against their rate, and the run at the highest passing rate) to this `file`")
+	fs.IntVar(&a.count, "count", 1, "run the search this many times (one benchfmt line each)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), sweepUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fs, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case a.scenario == "":
+		return nil, fs, errors.New("--scenario is required")
+	case a.count < 1:
+		return nil, fs, fmt.Errorf("--count must be at least 1, got %d", a.count)
+	case a.minRate < 0 || a.maxRate < 0 || a.precision < 0 || a.budget < 0 || a.stepDuration < 0:
+		return nil, fs, errors.New("--min-rate, --max-rate, --precision, --budget and --step-duration must not be negative")
+	}
+	return a, fs, nil
+}
+
+func runSweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const prog = "servegate sweep"
+	if wantsHelp(args) {
+		_, fs, _ := parseSweep(nil, stdout)
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
+	}
+	a, _, err := parseSweep(args, io.Discard)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v (see --help)\n", prog, err)
+		return 2
+	}
+	scs, err := sweepScenarios(a)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 2
+	}
+	code := 0
+	for _, sc := range scs {
+		code = max(code, sweepScenario(ctx, a, sc, stdout, stderr))
+	}
+	return code
+}
+
+// sweepScenarios loads the file, picks the scenarios to search, applies
+// the environment and the target flags, and the capacity flags on top of
+// each scenario's capacity block (or the defaults).
+func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
+	all, err := scenario.LoadFile(a.scenario)
+	if err != nil {
+		return nil, err
+	}
+	var picked []*scenario.Scenario
+	for _, sc := range all {
+		if a.name == sc.Name || (a.name == "" && (len(all) == 1 || sc.Capacity != nil)) {
+			picked = append(picked, sc)
+		}
+	}
+	if len(picked) == 0 {
+		if a.name != "" {
+			return nil, fmt.Errorf("%s has no scenario %q", a.scenario, a.name)
+		}
+		return nil, fmt.Errorf("%s: no scenario has a capacity block; name one with --name", a.scenario)
+	}
+	env := scenario.EnvFromOS()
+	if a.target != "" {
+		env.Target = a.target
+	}
+	if a.baseURL != "" {
+		env.URL = a.baseURL
+	}
+	out := make([]*scenario.Scenario, 0, len(picked))
+	for _, sc := range picked {
+		over, err := sc.Override(env)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		if len(over.SLO.Bounds) == 0 {
+			return nil, fmt.Errorf("scenario %s: no slo.bounds; the capacity is the highest rate at which they all hold", sc.Name)
+		}
+		c := scenario.Capacity{MinRate: scenario.DefaultCapacityMinRate, MaxRate: scenario.DefaultCapacityMaxRate,
+			Precision: scenario.DefaultCapacityPrecision, Budget: scenario.Duration(scenario.DefaultCapacityBudget)}
+		if over.Capacity != nil {
+			c = *over.Capacity
+		}
+		setF := func(dst *float64, v float64) {
+			if v > 0 {
+				*dst = v
+			}
+		}
+		setF(&c.MinRate, a.minRate)
+		setF(&c.MaxRate, a.maxRate)
+		setF(&c.Precision, a.precision)
+		if a.budget > 0 {
+			c.Budget = scenario.Duration(a.budget)
+		}
+		if a.stepDuration > 0 {
+			c.StepDuration = scenario.Duration(a.stepDuration)
+		}
+		if c.MaxRate < c.MinRate || c.Precision >= 1 {
+			return nil, fmt.Errorf("scenario %s: want min rate <= max rate and precision < 1, got %v, %v, %v", sc.Name, c.MinRate, c.MaxRate, c.Precision)
+		}
+		if c.MaxRate > scenario.MaxCapacityRate || c.Budget.D() > engine.MaxTimeout || c.StepDuration.D() > engine.MaxTimeout {
+			return nil, fmt.Errorf("scenario %s: --max-rate is at most %v req/s, --budget and --step-duration at most %v", sc.Name, scenario.MaxCapacityRate, engine.MaxTimeout)
+		}
+		over.Capacity = &c
+		out = append(out, over)
+	}
+	return out, nil
+}
+
+// sweepScenario searches one scenario --count times and writes what was
+// asked for.
+func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, stdout, stderr io.Writer) int {
+	plan := benchtest.NewPlan(sc)
+	if err := plan.Prepare(ctx); err != nil {
+		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+		return 2
+	}
+	tgt, err := benchtest.StartTarget(ctx, plan.Target, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+		return 2
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := tgt.Close(sctx); err != nil {
+			fmt.Fprintf(stderr, "stop %s target: %v\n", tgt.Kind, err)
+		}
+	}()
+	fmt.Fprintf(stdout, "=== capacity of scenario %s on %s target %s (%s)\n", sc.Name, tgt.Kind, tgt.BaseURL, tgt.Model)
+	code := 0
+	for range a.count {
+		// The budget is checked before each step; a step that overruns it
+		// is cut two minutes later.
+		sctx, cancel := context.WithTimeout(ctx, plan.Capacity.Budget.D()+2*time.Minute)
+		sw, err := benchtest.RunSweep(sctx, plan, tgt, benchtest.SweepHooks{Step: func(st capacity.Step, _ *benchtest.Outcome) {
+			v := "FAIL"
+			if st.Pass {
+				v = "PASS"
+			}
+			fmt.Fprintf(stdout, "step %s req/s: %s\n", metrics.PyFloat(st.Rate), v)
+		}})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "servegate sweep: scenario %s: %v\n", sc.Name, err)
+			return 2
+		}
+		for _, w := range sw.Warnings {
+			fmt.Fprintf(stderr, "warning: %v\n", w)
+		}
+		if err := report.WriteCapacityTable(stdout, sw.Result); err != nil {
+			return 2
+		}
+		if err := writeSweep(a, sw); err != nil {
+			fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+			return 2
+		}
+		if !sw.Verdict().Pass {
+			code = 1
+		}
+		if sw.Result.Stopped == capacity.StoppedCanceled {
+			return 2
+		}
+	}
+	return code
+}
+
+// writeSweep writes the result JSON (the last search's) and appends the
+// benchfmt line.
+func writeSweep(a *sweepArgs, sw *benchtest.Sweep) error {
+	if a.result != "" {
+		if err := metrics.WriteResult(a.result, sw.ResultJSON(true), false); err != nil {
+			return err
+		}
+	}
+	if a.report != "" {
+		if err := writeHTMLFile(a.report, sweepHTML(sw)); err != nil {
+			return err
+		}
+	}
+	if a.benchfmt == "" {
+		return nil
+	}
+	f, err := os.OpenFile(a.benchfmt, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("benchfmt: %w", err)
+	}
+	w := report.NewBenchfmtWriter(f)
+	werr := w.WriteBenchfmtResult("Capacity/scenario="+sw.Plan.Name, 1, sw.BenchConfig(), sw.BenchMetrics())
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// sweepHTML is the HTML report of a search: the steps against their rate
+// and, when a rate passed, the run at the highest one.
+func sweepHTML(sw *benchtest.Sweep) report.HTMLReport {
+	p := sw.Plan
+	rep := report.HTMLReport{
+		Title:    fmt.Sprintf("servegate sweep: scenario %s, %s on %s", p.Name, sw.Target.Model, sw.Target.Kind),
+		Capacity: sw.Result,
+		Settings: []report.ReportSetting{
+			{Name: "target", Value: sw.Target.Kind}, {Name: "base URL", Value: sw.Target.BaseURL},
+			{Name: "model", Value: sw.Target.Model}, {Name: "scenario", Value: p.Name},
+			{Name: "capacity", Value: report.CapacityLine(sw.Result)},
+		},
+	}
+	if o := sw.Best; o != nil {
+		rep.Generated = o.Result.Start.Add(o.Result.Duration)
+		rep.Records, rep.SLOs, rep.Server = o.Result.Records, o.Verdicts, o.ServerSeries()
+		rep.Summary = report.ConsoleSummary{
+			Values: o.Summary, Pooling: p.Summary.Pooling, RequestRate: o.Plan.Engine.RequestRate,
+			MaxConcurrency: p.Engine.MaxConcurrency, Goodput: len(p.Summary.Goodput) > 0 && !p.Summary.Pooling,
+			PercentileMetrics: p.Summary.PercentileMetrics, Percentiles: p.Summary.Percentiles,
+		}
+		rep.Settings = append(rep.Settings, report.ReportSetting{Name: "run shown", Value: "the step at " + metrics.PyFloat(o.Plan.Engine.RequestRate) + " req/s"})
+	}
+	return rep
+}
