@@ -12,10 +12,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // hermeticDefaults are the testcontainers settings a machine with no
@@ -27,14 +29,27 @@ var hermeticDefaults = map[string]string{
 	"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
 }
 
+// EnvDockerLog is the variable that turns testcontainers' own log lines
+// (image builds, container start and stop) back on: SERVEGATE_DOCKER_LOG=1.
+const EnvDockerLog = "SERVEGATE_DOCKER_LOG"
+
+var quiet sync.Once
+
 // SetDefaults sets the hermetic testcontainers defaults for variables that are
-// unset. Call it before the first testcontainers call of the process.
+// unset, and silences testcontainers' logger unless SERVEGATE_DOCKER_LOG=1:
+// its lines would flood a run's output, where servegate's own lines belong.
+// Call it before the first testcontainers call of the process.
 func SetDefaults() {
 	for k, v := range hermeticDefaults {
 		if _, ok := os.LookupEnv(k); !ok {
 			os.Setenv(k, v)
 		}
 	}
+	quiet.Do(func() {
+		if os.Getenv(EnvDockerLog) != "1" {
+			tclog.SetDefault(tclog.NewNoopLogger())
+		}
+	})
 }
 
 // Ping reports whether a Docker daemon answers.
