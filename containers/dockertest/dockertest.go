@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +83,20 @@ func Require(tb testing.TB) {
 	tb.Fatalf("no Docker daemon answers: %v\n"+
 		"start one (`sudo systemctl start docker`, or `dockerd >/tmp/dockerd.log 2>&1 &`; on Debian `apt-get install docker.io` first),\n"+
 		"or set SERVEGATE_SKIP_DOCKER=1 to skip the container tests", err)
+}
+
+// GoBuildStatic compiles the Go package pkg, named as the go command names
+// it from dir (".", "./cmd/app"), into a static Linux binary at out: no cgo,
+// so it runs in a FROM-scratch image. A failure carries the compiler's
+// output.
+func GoBuildStatic(ctx context.Context, dir, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // ScratchContext returns an in-memory docker build context (a tar archive)

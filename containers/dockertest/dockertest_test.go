@@ -40,11 +40,7 @@ func buildStatic(tb testing.TB, src string) []byte {
 	dir := tb.TempDir()
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.26\n"), 0o644))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", "app", ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(tb, err, "go build: %s", out)
+	require.NoError(tb, GoBuildStatic(context.Background(), dir, ".", "app"))
 	bin, err := os.ReadFile(filepath.Join(dir, "app"))
 	require.NoError(tb, err)
 	return bin
