@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -125,6 +127,10 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if d := r.cfg.ExtraDelay; d > 0 && !r.wait(req, d) {
 		return
 	}
+	if err := bufferBody(req); err != nil {
+		http.Error(w, "router: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
 	b := r.pick()
 	b.inFlight.Add(1)
 	defer b.inFlight.Add(-1)
@@ -141,4 +147,30 @@ func sleep(req *http.Request, d time.Duration) bool {
 	case <-req.Context().Done():
 		return false
 	}
+}
+
+// maxBody bounds a request body the router holds in memory.
+const maxBody = 32 << 20
+
+// bufferBody reads the request body into memory before it is proxied. A
+// streamed answer flushes its headers while the upstream request may still
+// be reading the inbound body, and an HTTP/1 server may close a request body
+// once the answer's headers are out: the proxy then breaks the upstream
+// connection mid-answer and the client sees an unexpected EOF.
+func bufferBody(req *http.Request) error {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	req.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read request body: %w", err)
+	}
+	if len(data) > maxBody {
+		return fmt.Errorf("request body over %d bytes", maxBody)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(data))
+	req.ContentLength = int64(len(data))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	return nil
 }
