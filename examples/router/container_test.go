@@ -22,7 +22,8 @@ import (
 // Dockerfile, as the README tells a user to, and returns the context.
 func buildContext(tb testing.TB) string {
 	tb.Helper()
-	dir := tb.TempDir()
+	dir := filepath.Join(tb.TempDir(), "router") // the image is servegate-target-router:<hash>
+	require.NoError(tb, os.Mkdir(dir, 0o755))
 	df, err := os.ReadFile("Dockerfile")
 	require.NoError(tb, err)
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "Dockerfile"), df, 0o644))
