@@ -23,16 +23,16 @@ import (
 )
 
 // gateRuns is the number of runs per side. 6 would do on a quiet machine
-// (the smallest p-value of the U test is 2/C(12,6) = 0.002); 8 leave room
-// for a run or two that a busy machine's hiccup puts out of order.
-const gateRuns = 8
+// (the smallest p-value of the U test is 2/C(12,6) = 0.002); 10 leave room
+// for the runs a busy machine's hiccups put out of order.
+const gateRuns = 10
 
 const childGateEnv = "SERVEGATE_CHILD_ROUTER_GATE"
 
 // TestRouterGate is the story of examples/router/README.md: the base
 // router and a head router that adds 20 ms to every request
 // (ROUTER_EXTRA_DELAY=20ms), each in front of two simulator replicas,
-// measured 8 times each, interleaved, then gated. The gate must exit 1 on
+// measured 10 times each, interleaved, then gated. The gate must exit 1 on
 // ttft-p99-sec.
 func TestRouterGate(t *testing.T) {
 	if os.Getenv(childGateEnv) == "1" {
@@ -47,10 +47,12 @@ func TestRouterGate(t *testing.T) {
 	build := buildContext(t)
 	start := func(delay string) string {
 		ctr, err := generic.Run(ctx, generic.Spec{
-			Build:    &generic.Build{Context: build},
-			Port:     8080,
-			Env:      map[string]string{"ROUTER_EXTRA_DELAY": delay},
-			Backends: []generic.Backend{{Kind: "sim", Replicas: 2, Profile: "gpu-8b"}},
+			Build: &generic.Build{Context: build},
+			Port:  8080,
+			Env:   map[string]string{"ROUTER_EXTRA_DELAY": delay},
+			Backends: []generic.Backend{{Kind: "sim", Replicas: 2, Knobs: map[string]string{
+				"max_num_seqs": "4", "step_fixed_ms": "10", "prefill_token_us": "5", "seq_us": "100", "jitter": "0",
+			}}},
 		})
 		testcontainers.CleanupContainer(t, ctr)
 		require.NoError(t, err)

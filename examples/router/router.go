@@ -64,6 +64,16 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
+// transport is the router's connection pool. Go's default keeps 2 idle
+// connections a host: a burst of streamed requests would then dial anew
+// each time, and the dials would show up in every time to first token.
+var transport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	return t
+}()
+
 // A backend is one upstream server and its requests in flight.
 type backend struct {
 	url      *url.URL
@@ -89,6 +99,7 @@ func newRouter(cfg Config) (*Router, error) {
 			return nil, fmt.Errorf("SERVEGATE_BACKENDS: %q is not an http(s) base URL", raw)
 		}
 		p := httputil.NewSingleHostReverseProxy(u)
+		p.Transport = transport
 		p.FlushInterval = -1 // stream server-sent events token by token
 		p.ErrorHandler = func(w http.ResponseWriter, req *http.Request, err error) {
 			http.Error(w, fmt.Sprintf("router: backend %s: %v", u, err), http.StatusBadGateway)
