@@ -31,29 +31,34 @@ func BenchDir(b *testing.B, dir string) {
 	b.Helper()
 	scs, err := scenario.LoadDir(dir)
 	require.NoError(b, err)
+	skip := shardScenarios(b, scs)
 	for _, sc := range scs {
+		if why, ok := skip[sc.Name]; ok {
+			b.Run("scenario="+sc.Name, func(b *testing.B) { b.Skip(why) })
+			continue
+		}
 		Bench(b, sc)
 	}
 }
 
 func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.StopTimer()
-	sc, tgt := start(b, owner, sc)
+	plan, tgt := start(b, owner, sc)
 	var (
 		units []string
 		sums  = map[string]float64{}
-		last  *outcome
+		last  *Outcome
 	)
 	for range b.N {
-		ctx, cancel := runContext(b.Context(), sc)
+		ctx, cancel := runContext(b.Context(), plan)
 		b.StartTimer()
-		o, err := execute(ctx, sc, tgt)
+		o, err := Execute(ctx, plan, tgt, Hooks{})
 		b.StopTimer()
 		cancel()
 		require.NoError(b, err)
-		o.save(b, "bench", benchBenchfmt, b.Name())
-		o.logRun(b)
-		for _, m := range o.benchMetrics() {
+		save(b, o, "bench", benchBenchfmt, b.Name())
+		logRun(b, o)
+		for _, m := range o.BenchMetrics() {
 			if _, ok := sums[m.Unit]; !ok {
 				units = append(units, m.Unit)
 			}
@@ -67,7 +72,7 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.ReportMetric(0, "ns/op")
 	if last != nil {
 		var table bytes.Buffer
-		_ = report.WriteSLOTable(&table, last.verdicts)
+		_ = report.WriteSLOTable(&table, last.Verdicts)
 		b.Logf("SLOs of the last run (not asserted by Bench):\n%s", table.String())
 	}
 }

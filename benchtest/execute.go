@@ -1,175 +1,164 @@
 package benchtest
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
 
-// An outcome is what one run of a scenario produced.
-type outcome struct {
-	sc       *scenario.Scenario
-	target   *Target
-	result   *engine.Result
-	summary  *metrics.Summary
-	lookup   func(string) (float64, bool)
-	verdicts []scenario.Verdict
-	// tokenizer names the tokenizer used (fixture, path or model id).
-	tokenizer string
+// Hooks let a front door watch a run without owning any of it.
+type Hooks struct {
+	// Progress is called as requests finish: done of total.
+	Progress func(done, total int)
+	// Starting is called once the dataset is ready and the target is up,
+	// just before the engine starts (`servegate bench` prints vLLM's
+	// traffic lines there).
+	Starting func(samples int)
 }
 
-// execute runs sc once against tgt: dataset, engine, summary, verdicts.
-func execute(ctx context.Context, sc *scenario.Scenario, tgt *Target) (*outcome, error) {
-	tok, tokName, err := loadTokenizer(ctx, sc.Target.Tokenizer, tgt.Model)
-	if err != nil {
+// An Outcome is what one execution of a Plan produced.
+type Outcome struct {
+	// Plan is the plan that ran.
+	Plan *Plan
+	// Target is the server it ran against.
+	Target *Target
+	// Result is the engine's result: records, duration, warnings.
+	Result *engine.Result
+	// Summary is vLLM's summary of the records.
+	Summary *metrics.Summary
+	// Verdicts are the SLO checks, in the order of Plan.SLO.Bounds.
+	Verdicts []scenario.Verdict
+
+	lookup func(string) (float64, bool)
+}
+
+// Execute runs plan once against tgt: the dataset (prepared once), the
+// engine, the summary and the SLO verdicts. A run the engine stopped early
+// still returns its Outcome, with Result.Stopped saying why.
+func Execute(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Outcome, error) {
+	if err := checkStartAt(plan); err != nil {
 		return nil, err
 	}
-	samples, err := dataset.Load(ctx, datasetSpec(sc), tok)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	if err := plan.Prepare(ctx); err != nil {
+		return nil, err
 	}
-	cfg := engineConfig(sc, tgt)
-	cfg.Tokenizer = tok
-	res, err := engine.Run(ctx, cfg, samples)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	cfg := plan.Engine
+	cfg.BaseURL = tgt.BaseURL
+	cfg.Model = tgt.Model
+	cfg.ModelName = tgt.ServedModelName
+	cfg.Tokenizer = plan.tok
+	cfg.Progress = hooks.Progress
+	if hooks.Starting != nil {
+		hooks.Starting(len(plan.samples))
 	}
-	sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{
-		PercentileMetrics: sc.Metrics.PercentileMetrics,
-		Percentiles:       sc.Metrics.Percentiles,
-		Goodput:           sc.SLO.Goodput,
-		Pooling:           client.IsPooling(sc.Backend),
-	})
-	o := &outcome{sc: sc, target: tgt, result: res, summary: sum, tokenizer: tokName}
-	o.lookup = scenario.WithDerived(sum.Value)
-	o.verdicts = sc.SLO.Check(o.lookup)
+	res, err := engine.Run(ctx, cfg, plan.samples)
+	if err != nil {
+		if plan.Name != "" {
+			return nil, fmt.Errorf("scenario %s: %w", plan.Name, err)
+		}
+		return nil, err
+	}
+	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
+	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum}
+	o.lookup = scenario.WithDerived(measured(sum))
+	o.Verdicts = plan.SLO.Check(o.lookup)
 	return o, nil
 }
 
-// datasetSpec maps the scenario's dataset keys to the dataset package's.
-func datasetSpec(sc *scenario.Scenario) dataset.Spec {
-	d := sc.Dataset
-	return dataset.Spec{
-		Name:             d.Name,
-		NumPrompts:       d.NumPrompts,
-		Seed:             d.Seed,
-		Path:             d.Path,
-		Backend:          sc.Backend,
-		RequestIDPrefix:  sc.Name + "-",
-		NoOversample:     d.NoOversample,
-		DisableShuffle:   d.DisableShuffle,
-		SkipChatTemplate: d.SkipChatTemplate,
-		TraceReplay:      sc.Load.TraceReplay,
-		TraceSpeed:       sc.Load.TraceSpeed,
-		Random: dataset.RandomParams{
-			InputLen: d.InputLen, OutputLen: d.OutputLen, RangeRatio: d.RangeRatio, PrefixLen: d.PrefixLen,
-		},
-		ShareGPT:  dataset.ShareGPTParams{OutputLen: d.OutputLen},
-		Custom:    dataset.CustomParams{OutputLen: d.OutputLen},
-		SpecBench: dataset.SpecBenchParams{OutputLen: d.OutputLen},
-		Sonnet:    dataset.SonnetParams{InputLen: d.InputLen, OutputLen: d.OutputLen, PrefixLen: d.PrefixLen},
-		PrefixRepetition: dataset.PrefixRepetitionParams{
-			PrefixLen: d.PrefixLen, SuffixLen: d.SuffixLen, NumPrefixes: d.NumPrefixes, OutputLen: d.OutputLen,
-		},
+// measured looks up the summary's values for SLO checks and benchfmt. A
+// run with no successful request measured no latency, throughput or
+// goodput (the summary holds zeros there), so only its counts are found:
+// a bound such as p99_ttft_ms <= 500 then reads MISSING and fails instead
+// of passing on a 0.
+func measured(sum *metrics.Summary) func(string) (float64, bool) {
+	if sum.Completed > 0 {
+		return sum.Value
+	}
+	return func(name string) (float64, bool) {
+		switch name {
+		case "completed", "failed", "failure_ratio", "duration":
+			return sum.Value(name)
+		}
+		return 0, false
 	}
 }
 
-// engineConfig maps the scenario's load and request keys to the engine's.
-func engineConfig(sc *scenario.Scenario, tgt *Target) engine.Config {
-	l := sc.Load
-	s := sc.Sampling
-	cfg := engine.Config{
-		BaseURL:         tgt.BaseURL,
-		Endpoint:        sc.Endpoint,
-		Backend:         sc.Backend,
-		Model:           tgt.Model,
-		ModelName:       tgt.ServedModelName,
-		RequestRate:     l.RequestRate,
-		Burstiness:      l.Burstiness,
-		MaxConcurrency:  l.MaxConcurrency,
-		NumWarmups:      l.Warmups,
-		ReadyTimeout:    l.ReadyTimeout.D(),
-		RequestTimeout:  l.RequestTimeout.D(),
-		MaxDuration:     l.MaxDuration.D(),
-		Seed:            sc.Dataset.Seed,
-		IgnoreEOS:       s.IgnoreEOS || dataset.ForcesIgnoreEOS(sc.Dataset.Name, sc.Backend),
-		ExtraBody:       sc.ExtraBody,
-		Headers:         sc.Headers,
-		RequestIDPrefix: sc.Name + "-",
-		TraceArrivals:   l.TraceReplay,
-		TraceSpeed:      l.TraceSpeed,
-		Sampling: client.Sampling{
-			Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
-			FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty, RepetitionPenalty: s.RepetitionPenalty,
-		},
+// RunInfo is the result JSON's header: the plan's, with the run's date
+// (its end, when vLLM takes it), ramp-up events, model and, for scenario
+// runs, the target's kind and image.
+func (o *Outcome) RunInfo() metrics.RunInfo {
+	info := o.Plan.Info
+	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
+	info.RPSChanges = o.Result.RPSChanges
+	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)
+	if o.Interrupted() {
+		info.Interrupted, info.InterruptedBy = true, o.Result.Stopped.Error()
+		for _, r := range o.Result.Records {
+			if r.Unsent {
+				info.Unsent++
+			}
+		}
 	}
-	if r := l.RampUp; r != nil {
-		cfg.RampUp = &engine.RampUp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
-		cfg.RequestRate = math.Inf(1)
+	if info.Extras {
+		info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)],
+			[2]string{"target", o.Target.Kind}, [2]string{"image", o.Target.Image})
+	}
+	info.Metadata = append(info.Metadata[:len(info.Metadata):len(info.Metadata)], shardInfo(o)...)
+	return info
+}
+
+// Interrupted reports whether the run was cut short (a signal, the
+// test's end or timeout) rather than ending by itself or at its maximum
+// duration. Its numbers describe part of a run: the gate refuses them.
+func (o *Outcome) Interrupted() bool {
+	return o.Result.Stopped != nil && !errors.Is(o.Result.Stopped, engine.ErrMaxDuration)
+}
+
+// ResultJSON renders vLLM's result JSON with per-request detail.
+func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
+	return o.Summary.ResultJSON(info, detailed)
+}
+
+// BenchConfig is the benchfmt file configuration of a run: what must be
+// equal for two results to be comparable.
+func (o *Outcome) BenchConfig() []report.BenchConfig {
+	p := o.Plan
+	cfg := []report.BenchConfig{
+		{Key: "model", Value: o.Target.Model},
+		{Key: "target", Value: o.Target.Kind},
+		{Key: "image", Value: o.Target.Image},
+		{Key: "backend", Value: p.Engine.Backend},
+		{Key: "endpoint", Value: p.Engine.Endpoint},
+		{Key: "dataset", Value: p.Dataset.Name},
+		{Key: "scenario-sha", Value: p.SHA},
+	}
+	if o.Interrupted() {
+		cfg = append(cfg, report.Interrupted())
 	}
 	return cfg
 }
 
-// resultJSON renders vLLM's result JSON with per-request detail.
-func (o *outcome) resultJSON() []byte {
-	sc := o.sc
-	info := metrics.RunInfo{
-		Date:           o.result.Start.Format("20060102-150405"),
-		Backend:        sc.Backend,
-		Label:          sc.Name,
-		ModelID:        o.target.Model,
-		TokenizerID:    o.tokenizer,
-		NumPrompts:     sc.Dataset.NumPrompts,
-		RequestRate:    sc.Load.RequestRate,
-		Burstiness:     sc.Load.Burstiness,
-		MaxConcurrency: sc.Load.MaxConcurrency,
-		RPSChanges:     o.result.RPSChanges,
-		Extras:         true,
-		Metadata: [][2]string{
-			{"scenario", sc.Name}, {"scenario-sha", sc.SHA}, {"target", o.target.Kind}, {"image", o.target.Image},
-		},
-	}
-	if r := sc.Load.RampUp; r != nil {
-		info.RampUpStrategy = r.Strategy
-		info.RampUpStartRPS, info.RampUpEndRPS = int(r.StartRPS), int(r.EndRPS)
-		info.RequestRate = math.Inf(1)
-	}
-	return o.summary.ResultJSON(info, true)
+// BenchMetrics are the run's values in benchstat units.
+func (o *Outcome) BenchMetrics() []report.BenchMetric {
+	return report.BenchMetrics(o.lookup, o.Plan.Summary.Percentiles)
 }
 
-// benchConfig is the benchfmt file configuration of a run: what must be
-// equal for two results to be comparable.
-func (o *outcome) benchConfig() []report.BenchConfig {
-	sc := o.sc
-	return []report.BenchConfig{
-		{Key: "model", Value: o.target.Model},
-		{Key: "target", Value: o.target.Kind},
-		{Key: "image", Value: o.target.Image},
-		{Key: "backend", Value: sc.Backend},
-		{Key: "endpoint", Value: sc.Endpoint},
-		{Key: "dataset", Value: sc.Dataset.Name},
-		{Key: "scenario-sha", Value: sc.SHA},
-	}
-}
+// Value returns a summary value by its SLO metric name (derived ones
+// included), as the SLO checks read it.
+func (o *Outcome) Value(metric string) (float64, bool) { return o.lookup(metric) }
 
-// benchMetrics are the run's values in benchstat units.
-func (o *outcome) benchMetrics() []report.BenchMetric {
-	return report.BenchMetrics(o.lookup, o.sc.Metrics.Percentiles)
-}
-
-// runContext bounds a run: the scenario's max duration plus a margin for
-// the dataset and the readiness check, else no limit but the test's.
-func runContext(ctx context.Context, sc *scenario.Scenario) (context.Context, context.CancelFunc) {
-	if d := sc.Load.MaxDuration.D(); d > 0 {
-		return context.WithTimeout(ctx, d+sc.Load.ReadyTimeout.D()+time.Minute)
+// runContext bounds a run: the plan's max duration plus a margin for the
+// dataset and the readiness check, else no limit but the caller's.
+func runContext(ctx context.Context, p *Plan) (context.Context, context.CancelFunc) {
+	if d := p.Engine.MaxDuration; d > 0 {
+		return context.WithTimeout(ctx, d+p.Engine.ReadyTimeout+time.Minute)
 	}
 	return context.WithCancel(ctx)
 }

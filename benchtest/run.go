@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
@@ -44,48 +45,56 @@ func RunDir(t *testing.T, dir string) {
 	t.Helper()
 	scs, err := scenario.LoadDir(dir)
 	require.NoError(t, err)
+	skip := shardScenarios(t, scs)
 	for _, sc := range scs {
+		if why, ok := skip[sc.Name]; ok {
+			t.Run("scenario="+sc.Name, func(t *testing.T) { t.Skip(why) })
+			continue
+		}
 		Run(t, sc)
 	}
 }
 
-// start applies the environment overrides and acquires the target.
-func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*scenario.Scenario, *Target) {
+// start applies the environment overrides, plans the run and acquires
+// the target.
+func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*Plan, *Target) {
 	tb.Helper()
 	sc, err := sc.Override(scenario.EnvFromOS())
 	require.NoError(tb, err)
-	tgt, err := shared.acquire(context.Background(), owner, sc.Target)
-	require.NoError(tb, err, "start the %s target of scenario %s", sc.Target.Kind, sc.Name)
+	plan := NewPlan(sc)
+	require.NoError(tb, applyLoadShard(plan))
+	tgt, err := shared.acquire(context.Background(), owner, plan.Target)
+	require.NoError(tb, err, "start the %s target of scenario %s", plan.Target.Kind, sc.Name)
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			logTarget(tb, tgt)
 		}
 	})
-	return sc, tgt
+	return plan, tgt
 }
 
 func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
-	sc, tgt := start(t, owner, sc)
-	ctx, cancel := runContext(t.Context(), sc)
+	plan, tgt := start(t, owner, sc)
+	ctx, cancel := runContext(t.Context(), plan)
 	defer cancel()
-	o, err := execute(ctx, sc, tgt)
+	o, err := Execute(ctx, plan, tgt, Hooks{})
 	require.NoError(t, err)
-	o.save(t, "test", testBenchfmt, t.Name())
-	o.logRun(t)
+	save(t, o, "test", testBenchfmt, t.Name())
+	logRun(t, o)
 
 	var table bytes.Buffer
-	require.NoError(t, report.WriteSLOTable(&table, o.verdicts))
+	require.NoError(t, report.WriteSLOTable(&table, o.Verdicts))
 	t.Logf("scenario %s on %s target (%s): %d completed, %d failed in %.2fs\n%s",
-		sc.Name, tgt.Kind, tgt.Model, o.summary.Completed, o.summary.Failed, o.result.Duration.Seconds(), table.String())
+		plan.Name, tgt.Kind, tgt.Model, o.Summary.Completed, o.Summary.Failed, o.Result.Duration.Seconds(), table.String())
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "### %s\n\n", t.Name())
-	_ = report.WriteSLOMarkdown(&md, o.verdicts)
+	_ = report.WriteSLOMarkdown(&md, o.Verdicts)
 	md.WriteString("\n")
 	if err := out.appendText(sloMarkdown, md.String()); err != nil {
 		t.Errorf("write slo table: %v", err)
 	}
-	for _, v := range o.verdicts {
-		assert.Truef(t, v.Pass, "SLO violated in scenario %s: %s", sc.Name, report.SLOFailure([]scenario.Verdict{v}))
+	for _, v := range o.Verdicts {
+		assert.Truef(t, v.Pass, "SLO violated in scenario %s: %s", plan.Name, report.SLOFailure([]scenario.Verdict{v}))
 	}
 	if t.Failed() {
 		logFailures(t, o)
@@ -93,13 +102,13 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 }
 
 // save writes the run's result JSON and benchfmt line, and logs where.
-func (o *outcome) save(tb testing.TB, mode, benchfmtFile, testName string) {
+func save(tb testing.TB, o *Outcome, mode, benchfmtFile, testName string) {
 	tb.Helper()
-	path, err := out.writeResult(o.sc.Name, mode, o.resultJSON())
+	path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
 	if err != nil {
 		tb.Errorf("save result: %v", err)
 	}
-	bpath, err := out.writeBenchfmt(benchfmtFile, benchName(testName), o.benchConfig(), o.benchMetrics())
+	bpath, err := out.writeBenchfmt(benchfmtFile, benchName(testName), o.BenchConfig(), o.BenchMetrics())
 	if err != nil {
 		tb.Errorf("save benchfmt: %v", err)
 	}
@@ -107,21 +116,21 @@ func (o *outcome) save(tb testing.TB, mode, benchfmtFile, testName string) {
 }
 
 // logRun logs why a run stopped early and the engine's warnings.
-func (o *outcome) logRun(tb testing.TB) {
+func logRun(tb testing.TB, o *Outcome) {
 	tb.Helper()
-	if o.result.Stopped != nil {
-		tb.Logf("the run stopped early: %v", o.result.Stopped)
+	if o.Result.Stopped != nil {
+		tb.Logf("the run stopped early: %v", o.Result.Stopped)
 	}
-	for _, w := range o.result.Warnings {
+	for _, w := range o.Result.Warnings {
 		tb.Logf("warning: %v", w)
 	}
 }
 
 // logFailures logs the first failed requests' errors.
-func logFailures(tb testing.TB, o *outcome) {
+func logFailures(tb testing.TB, o *Outcome) {
 	tb.Helper()
 	n := 0
-	for _, r := range o.result.Records {
+	for _, r := range o.Result.Records {
 		if r.Success || r.Error == "" {
 			continue
 		}
@@ -152,5 +161,5 @@ func logTarget(tb testing.TB, tgt *Target) {
 	if len(lines) > keep {
 		lines = append([]string{fmt.Sprintf("[%d earlier lines]", len(lines)-keep)}, lines[len(lines)-keep:]...)
 	}
-	tb.Logf("%s target log (%s):\n%s", tgt.Kind, tgt.BaseURL, strings.Join(lines, "\n"))
+	tb.Logf("%s target log (%s):\n%s", tgt.Kind, redact.String(tgt.BaseURL), strings.Join(lines, "\n"))
 }

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/containers/simulator"
 )
 
 // useOut points the outputs at a fresh directory for one test.
@@ -123,7 +123,7 @@ func TestRunInproc(t *testing.T) {
 // it started itself.
 func TestRunURL(t *testing.T) {
 	dir := useOut(t)
-	srv, err := sim.New(sim.Config{Profile: "instant"})
+	srv, err := simulator.New(simulator.Config{Profile: "instant"})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); hs.Close() })

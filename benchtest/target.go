@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -45,12 +46,33 @@ func (t *Target) Close(ctx context.Context) error {
 	return t.close(ctx)
 }
 
-// starters start each target kind (targets.go, targets_container.go).
-var starters = map[string]func(ctx context.Context, spec scenario.Target) (*Target, error){
+// starters start each target kind of scenario.TargetKinds (targets.go,
+// targets_container.go).
+var starters = map[string]func(ctx context.Context, spec scenario.Target, log io.Writer) (*Target, error){
 	scenario.TargetURL:    startURL,
 	scenario.TargetInproc: startInproc,
 	scenario.TargetSim:    startSim,
 	scenario.TargetVLLM:   startVLLM,
+}
+
+// StartTarget starts the server spec describes (or, for a url target,
+// checks which model it serves), within spec.StartTimeout (default
+// scenario.DefaultStartTimeout). log receives progress lines such as an
+// image build's; nil discards them. Close the Target when done.
+func StartTarget(ctx context.Context, spec scenario.Target, log io.Writer) (*Target, error) {
+	start, ok := starters[spec.Kind]
+	if !ok {
+		return nil, fmt.Errorf("start %s target: unknown kind (kinds: %v)", spec.Kind, scenario.TargetKinds)
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	if spec.StartTimeout <= 0 {
+		spec.StartTimeout = scenario.Duration(scenario.DefaultStartTimeout)
+	}
+	sctx, cancel := context.WithTimeout(ctx, spec.StartTimeout.D())
+	defer cancel()
+	return start(sctx, spec, log)
 }
 
 // A pool starts each distinct target once and shares it among the
@@ -94,20 +116,7 @@ func (p *pool) acquire(ctx context.Context, owner testing.TB, spec scenario.Targ
 	p.mu.Unlock()
 	owner.Cleanup(func() { p.release(owner, k, e) })
 
-	e.once.Do(func() {
-		start, ok := starters[spec.Kind]
-		if !ok {
-			e.err = fmt.Errorf("start %s target: unknown kind", spec.Kind)
-			return
-		}
-		timeout := spec.StartTimeout.D()
-		if timeout <= 0 {
-			timeout = scenario.DefaultStartTimeout
-		}
-		sctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		e.target, e.err = start(sctx, spec)
-	})
+	e.once.Do(func() { e.target, e.err = StartTarget(ctx, spec, nil) })
 	return e.target, e.err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,7 +20,7 @@ func fakeKind(t *testing.T, fail error) (kind string, starts, stops *atomic.Int3
 	t.Helper()
 	kind = "fake-" + t.Name()
 	starts, stops = new(atomic.Int32), new(atomic.Int32)
-	starters[kind] = func(_ context.Context, spec scenario.Target) (*Target, error) {
+	starters[kind] = func(_ context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
 		starts.Add(1)
 		if fail != nil {
 			return nil, fail
@@ -87,7 +88,7 @@ func TestPoolStartError(t *testing.T) {
 	assert.Equal(t, int32(1), starts.Load(), "a failed start is not retried by every scenario")
 
 	_, err = p.acquire(t.Context(), t, scenario.Target{Kind: "k8s"})
-	require.EqualError(t, err, "start k8s target: unknown kind")
+	require.EqualError(t, err, "start k8s target: unknown kind (kinds: [sim inproc vllm url])")
 }
 
 func TestBenchName(t *testing.T) {

@@ -3,17 +3,23 @@ package benchtest
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http/httptest"
+	"io"
+	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // startURL uses a server that is already running. Without target.model
 // it asks the server's /v1/models which model it serves.
-func startURL(ctx context.Context, spec scenario.Target) (*Target, error) {
+func startURL(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
 	base := strings.TrimRight(spec.URL, "/")
 	model := spec.Model
 	if model == "" {
@@ -43,33 +49,60 @@ func simSettings(spec scenario.Target) (map[string]string, error) {
 	return set, nil
 }
 
-// startInproc runs the simulator as an httptest server in this process.
-// Its tokenizer is the scenario's, so prompt counts match the client's.
-func startInproc(ctx context.Context, spec scenario.Target) (*Target, error) {
+// startInproc serves the simulator from this process on a loopback port.
+// Its tokenizer is the target's (the bundled Llama-3 one by default), the
+// same object the plan loads, so prompt counts match the client's.
+func startInproc(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
 	set, err := simSettings(spec)
 	if err != nil {
 		return nil, fmt.Errorf("start inproc target: %w", err)
 	}
-	tok, _, err := loadTokenizer(ctx, spec.Tokenizer, spec.Model)
+	tok, err := loadTokenizer(ctx, scenario.ResolveTokenizer(spec.Tokenizer, spec.Model), tokenizer.Hub{})
 	if err != nil {
 		return nil, fmt.Errorf("start inproc target: %w", err)
 	}
-	srv, err := sim.New(sim.Config{Profile: spec.Profile, Set: set, Tokenizer: tok})
+	srv, err := simulator.New(simulator.Config{Profile: spec.Profile, Set: set, Tokenizer: tok})
 	if err != nil {
 		return nil, fmt.Errorf("start inproc target: %w", err)
 	}
-	hs := httptest.NewServer(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	go hs.Serve(ln)
 	served := srv.Params().Model
 	return &Target{
 		Kind:            scenario.TargetInproc,
-		BaseURL:         hs.URL,
+		BaseURL:         "http://" + ln.Addr().String(),
 		Model:           cmp.Or(spec.Model, served),
 		ServedModelName: served,
-		close: func(context.Context) error {
+		close: func(ctx context.Context) error {
 			err := srv.Close() // ends the streams in flight first
-			hs.CloseClientConnections()
-			hs.Close()
-			return err
+			return errors.Join(err, hs.Shutdown(ctx))
 		},
 	}, nil
+}
+
+// servedModel asks /v1/models for the first model's id.
+func servedModel(ctx context.Context, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Data) == 0 {
+		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
+	}
+	return body.Data[0].ID, nil
 }

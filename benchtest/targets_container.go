@@ -3,10 +3,10 @@ package benchtest
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/testcontainers/testcontainers-go"
@@ -19,13 +19,13 @@ import (
 
 // startSim runs the simulator image (built from this repository and cached
 // by content hash, or target.image) with testcontainers.
-func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
+func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target, error) {
 	dockertest.SetDefaults()
 	set, err := simSettings(spec)
 	if err != nil {
 		return nil, fmt.Errorf("start sim target: %w", err)
 	}
-	opts := []testcontainers.ContainerCustomizer{simulator.WithStartupTimeout(spec.StartTimeout.D())}
+	opts := []testcontainers.ContainerCustomizer{simulator.WithStartupTimeout(spec.StartTimeout.D()), simulator.WithBuildLog(log)}
 	if spec.Profile != "" {
 		opts = append(opts, simulator.WithProfile(spec.Profile))
 	}
@@ -81,26 +81,21 @@ func startSim(ctx context.Context, spec scenario.Target) (*Target, error) {
 	}, nil
 }
 
-// servedModel asks /v1/models for the first model's id.
-func servedModel(ctx context.Context, base string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
-	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
+// hfHome is the host's Hugging Face home (the directory holding hub/), or
+// "" when there is none yet.
+func hfHome() string {
+	dir := os.Getenv("HF_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".cache", "huggingface")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Data) == 0 {
-		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
-	}
-	return body.Data[0].ID, nil
+	return dir
 }
 
 // containerLogs returns a function that reads a container's whole log.
@@ -121,12 +116,16 @@ func containerLogs(ctr testcontainers.Container) func(ctx context.Context) (stri
 
 // startVLLM runs a real vLLM CPU image (containers/vllm): target.model,
 // served_model_name, args (vllm serve flags), env, image (default the
-// module's pinned image, or SERVEGATE_IMAGE).
-func startVLLM(ctx context.Context, spec scenario.Target) (*Target, error) {
+// module's pinned image, or SERVEGATE_IMAGE), with the host's Hugging Face
+// cache mounted so that a model is downloaded once, not on every run.
+func startVLLM(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
 	dockertest.SetDefaults()
 	opts := []testcontainers.ContainerCustomizer{
 		vllm.WithModel(spec.Model),
 		vllm.WithStartupTimeout(spec.StartTimeout.D()),
+	}
+	if dir := hfHome(); dir != "" {
+		opts = append(opts, vllm.WithHFCacheDir(dir))
 	}
 	if spec.ServedModelName != "" {
 		opts = append(opts, vllm.WithServedModelName(spec.ServedModelName))

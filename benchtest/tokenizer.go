@@ -5,23 +5,26 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/tokenizer"
 )
 
-var tokenizers sync.Map // resolved name -> *tokenizer.Tokenizer
+var tokenizers sync.Map // name -> *tokenizer.Tokenizer
 
-// loadTokenizer loads target.tokenizer as scenario.ResolveTokenizer resolves
-// it. Nothing is downloaded. Tokenizers are loaded once per process.
-func loadTokenizer(ctx context.Context, name, model string) (*tokenizer.Tokenizer, string, error) {
-	name = scenario.ResolveTokenizer(name, model)
+// loadTokenizer loads a tokenizer by the name tokenizer.Load takes, once
+// per process: the plan's tokenizer and an inproc simulator's are the same
+// object. hub says whether a model id missing from the cache may be
+// downloaded.
+func loadTokenizer(ctx context.Context, name string, hub tokenizer.Hub) (*tokenizer.Tokenizer, error) {
 	if t, ok := tokenizers.Load(name); ok {
-		return t.(*tokenizer.Tokenizer), name, nil
+		return t.(*tokenizer.Tokenizer), nil
 	}
-	tok, err := tokenizer.Load(ctx, name, tokenizer.Hub{})
+	tok, err := tokenizer.Load(ctx, name, hub)
 	if err != nil {
-		return nil, "", fmt.Errorf("load tokenizer %s: %w", name, err)
+		return nil, fmt.Errorf("load tokenizer %s: %w", name, err)
 	}
-	t, _ := tokenizers.LoadOrStore(name, tok)
-	return t.(*tokenizer.Tokenizer), name, nil
+	t, loaded := tokenizers.LoadOrStore(name, tok)
+	if loaded {
+		tok.Close()
+	}
+	return t.(*tokenizer.Tokenizer), nil
 }

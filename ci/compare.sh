@@ -111,7 +111,13 @@ run() {
   cat "$tmp/run.txt" "$tmp/run.err" >>"$OUT/$side.log"
   if [ -z "$warmup" ]; then
     cat "$tmp/run.txt" >>"$OUT/$side.txt"
-    if [ -s "$sgout/bench.benchfmt" ]; then cat "$sgout/bench.benchfmt" >>"$OUT/$side.benchfmt"; fi
+    # A benchfmt configuration key holds until a later line changes it, so
+    # a run marked interrupted or invalid at the end of one file would mark
+    # the next file's results too: clear the run markers (see
+    # benchtest/report.Interrupted) before each file.
+    if [ -s "$sgout/bench.benchfmt" ]; then
+      { printf 'interrupted:\ninvalid:\n'; cat "$sgout/bench.benchfmt"; } >>"$OUT/$side.benchfmt"
+    fi
   fi
   if [ "$status" -ne 0 ]; then
     tail -20 "$tmp/run.txt" "$tmp/run.err" >&2

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -29,6 +30,17 @@ const (
 	BackendOpenAIEmbeddings = "openai-embeddings"
 	BackendVLLMRerank       = "vllm-rerank"
 )
+
+// Backends lists the backends the client implements: the one list that
+// scenario validation, `servegate bench --backend` and the docs read.
+var Backends = []string{BackendOpenAI, BackendVLLM, BackendOpenAIChat, BackendOpenAIEmbeddings, BackendVLLMRerank}
+
+// SendsSampling reports whether backend is one of vLLM's OpenAI-compatible
+// generation backends, which send sampling parameters (and for which the
+// random datasets force ignore_eos).
+func SendsSampling(backend string) bool {
+	return backend == BackendOpenAI || backend == BackendVLLM || backend == BackendOpenAIChat
+}
 
 // endpointSuffixes are the URL endings each backend accepts, as vLLM
 // validates them.
@@ -53,10 +65,11 @@ var defaultEndpoints = map[string]string{
 // unknown backend.
 func DefaultEndpoint(backend string) string { return defaultEndpoints[backend] }
 
-// IsPooling reports whether backend is a pooling (embeddings or rerank)
-// backend, which vLLM summarises with its embedding metrics.
+// IsPooling reports whether backend is a pooling (embeddings, rerank or
+// vLLM's pooling) backend, which vLLM summarises with its embedding
+// metrics.
 func IsPooling(backend string) bool {
-	return strings.Contains(backend, "embeddings") || strings.Contains(backend, "rerank")
+	return strings.Contains(backend, "embeddings") || strings.Contains(backend, "rerank") || backend == "vllm-pooling"
 }
 
 // CheckEndpoint returns an error when backend is unknown or url does not
@@ -71,7 +84,7 @@ func CheckEndpoint(backend, url string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("check endpoint: %s URL %q must end with one of %q", backend, url, suffixes)
+	return fmt.Errorf("check endpoint: %s URL %q must end with one of %q", backend, redact.String(url), suffixes)
 }
 
 // Sampling holds the sampling parameters sent with generation requests;
@@ -107,6 +120,77 @@ func (s Sampling) params() map[string]any {
 	return m
 }
 
+// Limits on what a server may send. Memory per streamed request is
+// bounded by the read buffer (at most the line cap), the event data (at
+// most the line cap), the generated text (MaxTokenBytes a token of the
+// output cap, at most MaxTextBytes, and at least the line cap) and the
+// timings (8 bytes an output chunk, at most the output cap).
+const (
+	// DefaultMaxLineBytes is the line cap when Client.MaxLineBytes is 0.
+	DefaultMaxLineBytes = 1 << 20
+	// MaxLineBytesLimit is the largest line cap a client accepts.
+	MaxLineBytesLimit = 1 << 30
+	// PoolingBodyFactor is how many line caps a pooling response body
+	// may hold (64 MiB by default).
+	PoolingBodyFactor = 64
+	// OutputSlack is how many output chunks, and usage tokens, a stream
+	// may carry past max_tokens (times n when extra_body sets n) before
+	// the request fails as metrics.FailureExcessOutput.
+	OutputSlack = 16
+	// MaxTokenBytes is the generated text allowed per token of the output
+	// cap: more than any vocabulary's longest token.
+	MaxTokenBytes = 256
+	// MaxTextBytes caps the generated text of one request whatever
+	// max_tokens says (unless the line cap is larger).
+	MaxTextBytes = 64 << 20
+	// unboundedOutput is the output cap of a request without max_tokens.
+	unboundedOutput = 1 << 20
+)
+
+// lineLimit is the line cap in force.
+func (c *Client) lineLimit() int {
+	switch {
+	case c.MaxLineBytes <= 0:
+		return DefaultMaxLineBytes
+	case c.MaxLineBytes > MaxLineBytesLimit:
+		return MaxLineBytesLimit
+	}
+	return c.MaxLineBytes
+}
+
+// outputCap is how many output chunks (and usage tokens) req may receive:
+// max_tokens (as the payload finally sends it) plus OutputSlack, times n.
+func (c *Client) outputCap(req Request) int {
+	maxTokens, n := req.OutputLen, 1
+	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+		if v, ok := intValue(c.ExtraBody[k]); ok {
+			maxTokens = v
+		}
+	}
+	if v, ok := intValue(c.ExtraBody["n"]); ok && v > 1 {
+		n = min(v, 1<<10)
+	}
+	if maxTokens <= 0 || maxTokens > unboundedOutput {
+		maxTokens = unboundedOutput
+	}
+	return (maxTokens + OutputSlack) * n
+}
+
+// intValue reads a JSON or YAML number as an int.
+func intValue(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(max(min(x, 1<<40), -1)), true
+	case float64:
+		if x >= -1 && x <= 1<<40 {
+			return int(x), true
+		}
+	}
+	return 0, false
+}
+
 // A Client sends requests of one backend to one URL. Its zero value is not
 // usable: set Backend, URL and Model. A Client is safe for concurrent use.
 type Client struct {
@@ -140,6 +224,12 @@ type Client struct {
 	// APIKey is sent as a bearer token; empty uses $OPENAI_API_KEY, and no
 	// Authorization header is sent when both are empty.
 	APIKey string
+	// MaxLineBytes caps one SSE line and one event's data, in bytes: past
+	// it the request fails as metrics.FailureLineTooLong and the stream is
+	// closed. A pooling (embeddings, rerank) response body may be
+	// PoolingBodyFactor times as long. 0 means DefaultMaxLineBytes (1 MiB);
+	// values above MaxLineBytesLimit (1 GiB) count as that limit.
+	MaxLineBytes int
 
 	once    sync.Once
 	bufPool sync.Pool // of *streamBufs
@@ -203,6 +293,13 @@ func (c *Client) init() {
 			c.Epoch = time.Now()
 		}
 		c.bufPool.New = func() any { return &streamBufs{read: make([]byte, 16<<10)} }
+		h := http.Header{}
+		c.setHeaders(h, "")
+		secret := map[string]string{}
+		for k := range h {
+			secret[k] = h.Get(k)
+		}
+		redact.Request(c.URL, secret) // masked in every text servegate writes
 	})
 }
 
@@ -216,13 +313,14 @@ type Prepared struct {
 	body   []byte
 	header http.Header
 	err    error
+	outCap int
 }
 
 // Prepare builds req's payload and headers ahead of time, so that sending
 // it costs only the HTTP round trip (the engine prepares the next request
 // while it waits for that request's send time).
 func (c *Client) Prepare(req Request) Prepared {
-	p := Prepared{req: req, header: make(http.Header, 4)}
+	p := Prepared{req: req, header: make(http.Header, 4), outCap: c.outputCap(req)}
 	p.body, p.err = c.payload(req)
 	c.setHeaders(p.header, req.RequestID)
 	return p
@@ -235,10 +333,17 @@ func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
 }
 
 // DoPrepared sends a prepared request and returns its record, like Do.
-func (c *Client) DoPrepared(ctx context.Context, p Prepared) metrics.Record {
+// The record's Error carries no credential of the client's (see package
+// redact).
+func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record) {
 	c.init()
 	req := p.req
-	rec := metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
+	rec = metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
+	defer func() {
+		if rec.Error != "" {
+			rec.Error = redact.String(rec.Error)
+		}
+	}()
 	if p.err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, p.err.Error()
 		return rec
@@ -270,7 +375,7 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) metrics.Record {
 	if IsPooling(c.Backend) {
 		c.readPooling(ctx, rctx, resp, &rec)
 	} else {
-		c.readStream(ctx, rctx, resp, &rec)
+		c.readStream(ctx, rctx, resp, &rec, p.outCap)
 	}
 	return rec
 }

@@ -3,9 +3,17 @@ package client
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
+
+// A lineTooLongError is a line or an event's data past the reader's cap.
+type lineTooLongError struct{ limit int }
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("server sent an SSE line or event over %d bytes (Client.MaxLineBytes); stream closed", e.limit)
+}
 
 // An sseReader splits a server-sent-events stream into events as bytes
 // arrive. It keeps no per-event allocations: the read buffer and the data
@@ -33,6 +41,11 @@ type sseReader struct {
 	hasData bool
 	event   []byte // event type of the event being read
 
+	// limit caps a line and an event's data, in bytes; past it next
+	// returns a *lineTooLongError.
+	limit   int
+	tooLong bool
+
 	// at is the time of the read that delivered the newest bytes.
 	at time.Duration
 }
@@ -47,18 +60,24 @@ type sseEvent struct {
 	At time.Duration
 }
 
-func newSSEReader(r io.Reader, now func() time.Duration, buf []byte) *sseReader {
+// newSSEReader reads events from r into buf (grown as needed), with
+// lines and events capped at limit bytes.
+func newSSEReader(r io.Reader, now func() time.Duration, buf []byte, limit int) *sseReader {
 	if cap(buf) == 0 {
 		buf = make([]byte, 16<<10)
 	}
-	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: make([]byte, 0, 1024)}
+	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: make([]byte, 0, 1024), limit: limit}
 }
 
 // next returns the next event. At the end of the stream it returns io.EOF;
 // a failed read returns that error after the complete events before it,
-// dropping a partial one.
+// dropping a partial one. A line or an event's data longer than the limit
+// returns a *lineTooLongError, and so does every later call.
 func (s *sseReader) next() (sseEvent, error) {
 	for {
+		if s.tooLong {
+			return sseEvent{}, &lineTooLongError{s.limit}
+		}
 		line, ok := s.line()
 		if !ok {
 			if s.eof {
@@ -149,6 +168,10 @@ func (s *sseReader) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
+		if len(s.data)+len(value) > s.limit {
+			s.tooLong = true
+			return
+		}
 		if s.hasData {
 			s.data = append(s.data, '\n')
 		}
@@ -160,15 +183,21 @@ func (s *sseReader) field(line []byte) {
 }
 
 // fill reads more bytes, first moving live bytes to the front and growing
-// the buffer when one line fills it.
+// the buffer when one line fills it, up to the limit (plus room for the
+// line end).
 func (s *sseReader) fill() {
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
 	if s.end == len(s.buf) {
-		s.buf = append(s.buf, make([]byte, len(s.buf))...)
-		s.buf = s.buf[:cap(s.buf)]
+		if len(s.buf) >= s.limit+2 {
+			s.tooLong = true
+			return
+		}
+		grown := make([]byte, min(2*len(s.buf), s.limit+2))
+		copy(grown, s.buf[:s.end])
+		s.buf = grown
 	}
 	n, err := s.r.Read(s.buf[s.end:])
 	if n > 0 {

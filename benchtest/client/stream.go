@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/servegate/servegate/benchtest/metrics"
 )
@@ -30,10 +32,30 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // timestamp. When output chunks carry cumulative usage
 // (continuous_usage_stats), each chunk's token count is recorded in
 // ChunkTokens.
-func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
+//
+// What the server sends is bounded: a line or event past the line cap
+// fails the request as FailureLineTooLong, and more than outCap output
+// chunks or usage tokens, or more text than MaxTokenBytes a token of
+// outCap, as FailureExcessOutput; either way the stream is closed. A
+// 200 answer with a JSON body (a server that ignored "stream") fails with
+// the server's message. Invalid UTF-8 in the text is replaced by U+FFFD,
+// as the JSON result would write it anyway.
+func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, outCap int) {
+	if isJSON(resp.Header.Get("Content-Type")) {
+		// Some proxies label an event stream as JSON: look before judging.
+		br := bufio.NewReaderSize(resp.Body, 64)
+		head, _ := br.Peek(16)
+		resp.Body = readCloser{br, resp.Body}
+		if !isSSE(head) {
+			c.readJSONAnswer(ctx, rctx, resp, rec)
+			return
+		}
+	}
 	bufs := c.bufPool.Get().(*streamBufs)
 	defer c.bufPool.Put(bufs)
-	sse := newSSEReader(resp.Body, c.now, bufs.read)
+	limit := c.lineLimit()
+	sse := newSSEReader(resp.Body, c.now, bufs.read, limit)
+	textCap := max(limit, min(outCap*MaxTokenBytes, MaxTextBytes))
 	chat := c.Backend == BackendOpenAIChat
 	var (
 		text       = bufs.text[:0]
@@ -51,6 +73,10 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			break
 		}
 		if err != nil {
+			if _, ok := err.(*lineTooLongError); ok {
+				rec.Failure, rec.Error = metrics.FailureLineTooLong, err.Error()
+				break
+			}
 			c.fail(ctx, rctx, rec, err)
 			break
 		}
@@ -97,6 +123,13 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			continue
 		}
 		outputs++
+		if outputs > outCap || len(text) > textCap {
+			outputs--
+			text = text[:n]
+			rec.Failure = metrics.FailureExcessOutput
+			rec.Error = fmt.Sprintf("server sent more output than max_tokens allows (over %d chunks or %d text bytes); stream closed", outCap, textCap)
+			break
+		}
 		if outputs == 1 {
 			rec.TTFT = ev.At - rec.Start
 		} else {
@@ -110,7 +143,11 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 			perChunk = false
 		}
 	}
-	rec.GeneratedText = string(text)
+	if utf8.Valid(text) {
+		rec.GeneratedText = string(text)
+	} else {
+		rec.GeneratedText = strings.ToValidUTF8(string(text), "\uFFFD")
+	}
 	bufs.text, bufs.scratch = text, scratch
 	if outputs > 0 {
 		rec.Latency = last - rec.Start
@@ -121,6 +158,14 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 	if outputs == 0 {
 		rec.Failure = metrics.FailureStream
 		rec.Error = errNoChunk
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+			rec.Error += fmt.Sprintf(" (the answer's Content-Type is %q, not text/event-stream)", ct)
+		}
+		return
+	}
+	if usageOut > outCap {
+		rec.Failure = metrics.FailureExcessOutput
+		rec.Error = fmt.Sprintf("server reported %d completion tokens, more than max_tokens allows (%d)", usageOut, outCap)
 		return
 	}
 	rec.Success = true
@@ -135,12 +180,63 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 	}
 }
 
+// isJSON reports whether a Content-Type is JSON's.
+func isJSON(contentType string) bool {
+	return strings.HasPrefix(contentType, "application/json")
+}
+
+// isSSE reports whether a body starting with head is an event stream.
+func isSSE(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	for _, p := range []string{"data:", "event:", ":", "id:", "retry:"} {
+		if bytes.HasPrefix(head, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// A readCloser reads through a buffer and closes the body under it.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// readJSONAnswer fails a streamed request answered with a JSON body: the
+// server ignored "stream" or sent an error with status 200.
+func (c *Client) readJSONAnswer(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
+	body, ok := c.readBody(ctx, rctx, resp, rec, c.lineLimit())
+	if !ok {
+		return
+	}
+	rec.Failure = metrics.FailureStream
+	rec.Error = "HTTP 200 with a JSON body instead of an event stream"
+	if msg := serverMessage(body); msg != "" {
+		rec.Error += ": " + msg
+	}
+}
+
+// readBody reads a whole response body of at most limit bytes; a longer
+// one fails the request as FailureLineTooLong.
+func (c *Client) readBody(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, limit int) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		c.fail(ctx, rctx, rec, err)
+		return nil, false
+	}
+	if len(body) > limit {
+		rec.Failure = metrics.FailureLineTooLong
+		rec.Error = fmt.Sprintf("response body over %d bytes; closed", limit)
+		return nil, false
+	}
+	return body, true
+}
+
 // readPooling reads an embeddings or rerank response: latency (and TTFT)
 // at the end of the body, prompt tokens from its usage.
 func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.fail(ctx, rctx, rec, err)
+	body, ok := c.readBody(ctx, rctx, resp, rec, PoolingBodyFactor*c.lineLimit())
+	if !ok {
 		return
 	}
 	rec.Latency = c.now() - rec.Start
@@ -186,6 +282,17 @@ func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error)
 // FastAPI {"detail"}), else the start of the body.
 func httpError(resp *http.Response) string {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := serverMessage(body)
+	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if msg == "" {
+		return status
+	}
+	return status + ": " + msg
+}
+
+// serverMessage is the server's own message in an error body, else the
+// start of the body.
+func serverMessage(body []byte) string {
 	msg := strings.TrimSpace(string(body))
 	var v struct {
 		Error   json.RawMessage `json:"error"`
@@ -213,13 +320,9 @@ func httpError(resp *http.Response) string {
 		}
 	}
 	if len(msg) > 1000 {
-		msg = msg[:1000] + "…"
+		msg = strings.ToValidUTF8(msg[:1000], "") + "…"
 	}
-	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-	if msg == "" {
-		return status
-	}
-	return status + ": " + msg
+	return msg
 }
 
 func truncate(b []byte, n int) string {

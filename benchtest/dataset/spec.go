@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -25,6 +26,13 @@ var Names = []string{Random, RandomRerank, ShareGPT, Custom, SpecBench, Sonnet, 
 
 // fileDatasets are the datasets read from Spec.Path.
 var fileDatasets = map[string]bool{ShareGPT: true, Custom: true, SpecBench: true, Sonnet: true, BurstGPT: true, TxtSlices: true}
+
+// NeedsPath reports whether the dataset is read from a file (Spec.Path).
+func NeedsPath(name string) bool { return fileDatasets[name] }
+
+// ReplaysTraces reports whether the dataset can carry arrival times for
+// Spec.TraceReplay (burstgpt, custom).
+func ReplaysTraces(name string) bool { return name == BurstGPT || name == Custom }
 
 // A Spec says which samples to build. Its zero value is vLLM's default: 1,000
 // random prompts of 1,024 tokens with 128 output tokens, seed 0. Every field
@@ -270,12 +278,8 @@ func (s Spec) validate() error {
 	case s.Random.BatchSize < 1:
 		return fmt.Errorf("batch size %d must be at least 1", s.Random.BatchSize)
 	}
-	return nil
+	return s.checkLimits()
 }
-
-// openAICompatible are the backends vLLM sends through its OpenAI
-// completions or chat request functions.
-var openAICompatible = map[string]bool{"vllm": true, "openai": true, "openai-chat": true}
 
 // ForcesIgnoreEOS reports whether vLLM forces ignore_eos for this dataset and
 // backend: random datasets on OpenAI-compatible backends, so that generation
@@ -284,5 +288,5 @@ func ForcesIgnoreEOS(name, backend string) bool {
 	if name == "" {
 		name = Random
 	}
-	return (name == Random || name == "random-mm") && openAICompatible[backend]
+	return (name == Random || name == "random-mm") && client.SendsSampling(backend)
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,12 +22,30 @@ import (
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
+	"github.com/servegate/servegate/benchtest/shard"
 	"github.com/servegate/servegate/tokenizer"
 )
+
+// WarmAuto as Config.WarmConnections warms one connection per request that
+// can be in flight at once.
+const WarmAuto = -1
 
 // ErrMaxDuration is the cause a run stops with when Config.MaxDuration
 // runs out.
 var ErrMaxDuration = errors.New("maximum duration reached")
+
+// Limits on a Config's numbers, far above any real run: Run rejects a
+// value past them, naming it, before sending anything.
+const (
+	// MaxWarmups is the most warm-up requests (NumWarmups).
+	MaxWarmups = 10_000
+	// MaxConcurrencyLimit is the largest MaxConcurrency.
+	MaxConcurrencyLimit = 100_000
+	// MaxTimeout is the longest ReadyTimeout, ReadyInterval,
+	// RequestTimeout and MaxDuration.
+	MaxTimeout = 7 * 24 * time.Hour
+)
 
 // A Config describes one benchmark run. The zero value of every field but
 // BaseURL and Model works.
@@ -102,6 +121,29 @@ type Config struct {
 	Progress func(done, total int)
 	// HTTPClient sends the requests; nil builds one sized for the run.
 	HTTPClient *http.Client
+	// WarmConnections dials this many connections after the warm-up and
+	// before time zero, so that TTFT does not include connection set-up
+	// (client.Warmer). WarmAuto dials one per request that can be in
+	// flight at once (MaxConcurrency, else every request); 0 (vLLM's
+	// behaviour) dials none. At most client.MaxWarmConnections. Needs
+	// HTTPClient nil.
+	WarmConnections int
+	// MaxLineBytes caps one SSE line or event the server sends; past it
+	// the request fails as line_too_long. 0 means 1 MiB; at most
+	// client.MaxLineBytesLimit (1 GiB).
+	MaxLineBytes int
+	// Shard, when set, sends only this shard's part of the schedule: the
+	// requests shard.Spec.OwnsIndex gives it, at the full schedule's
+	// times, so that N processes with the same seed and samples send the
+	// full run between them, each request once. The records are this
+	// shard's only; warm-ups and the readiness check are per process, and
+	// MaxConcurrency limits each process.
+	Shard shard.Spec
+	// StartAt, when set, is the wall-clock moment the schedule starts: the
+	// run waits for it after the readiness check and the warm-ups, so that
+	// every shard starts together. A shard that gets there late starts at
+	// once; Result.Start records when it did.
+	StartAt time.Time
 	// SpinWindow is how long before each send time the dispatcher stops
 	// sleeping on a Go timer (up to about a millisecond late) and waits
 	// precisely: a thread sleep, then polling the clock for the last 100
@@ -119,8 +161,12 @@ type Result struct {
 	Duration time.Duration
 	// Start is the wall-clock time of the run's time zero.
 	Start time.Time
-	// Schedule is the arrival schedule used (nil for trace replay).
+	// Schedule is the arrival schedule used (nil for trace replay): the
+	// full one under Config.Shard.
 	Schedule *Schedule
+	// Indices are the positions in the full schedule (and the samples) of
+	// Records: 0..n-1, or this shard's under Config.Shard.
+	Indices []int
 	// RPSChanges are the ramp-up's RPS change events (vLLM's
 	// rps_change_events); nil without ramp-up.
 	RPSChanges []metrics.RPSChange
@@ -151,7 +197,14 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	c := cfg.client()
+	if cfg.Shard.Count > len(samples) {
+		return nil, fmt.Errorf("run: shard %s: %d shards for %d requests leaves some with none to send", cfg.Shard, cfg.Shard.Count, len(samples))
+	}
+	indices := cfg.Shard.Indices(len(samples))
+	c, warmer := cfg.client()
+	if warmer != nil {
+		defer warmer.Close()
+	}
 	first := cfg.request(samples[0], 0, "")
 	first.RequestID = ""
 	if cfg.ReadyTimeout > 0 {
@@ -159,18 +212,32 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	res := &Result{Schedule: sched}
+	res := &Result{Schedule: sched, Indices: indices}
 	res.Warmups = warmUp(ctx, c, first, cfg.NumWarmups, cfg.MaxConcurrency)
 	if cfg.Profile {
 		if err := profile(ctx, c.HTTP, cfg.BaseURL+"/start_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
+	if err := cfg.warm(ctx, warmer, len(indices)); err != nil {
+		res.Warnings = append(res.Warnings, err)
+	}
 	offsets := cfg.offsets(sched, samples)
-	reqs := make([]client.Request, len(samples))
 	lora := cfg.loraChoices(len(samples))
-	for i, s := range samples {
-		reqs[i] = cfg.request(s, i, lora[i])
+	reqs := make([]client.Request, len(indices))
+	mine := make([]time.Duration, len(indices))
+	var rates []float64
+	for k, i := range indices {
+		reqs[k] = cfg.request(samples[i], i, lora[i])
+		mine[k] = offsets[i]
+		if sched != nil {
+			rates = append(rates, sched.Rates[i])
+		}
+	}
+	if !cfg.StartAt.IsZero() {
+		if err := sleepUntil(ctx, cfg.StartAt, max(cfg.SpinWindow, 0)); err != nil {
+			return nil, fmt.Errorf("run: waiting for the start time %s: %w", cfg.StartAt.Format(time.RFC3339Nano), err)
+		}
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -179,10 +246,7 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		runCtx, stop = context.WithTimeoutCause(runCtx, cfg.MaxDuration, ErrMaxDuration)
 		defer stop()
 	}
-	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: offsets, spin: max(cfg.SpinWindow, 0)}
-	if sched != nil {
-		d.rates = sched.Rates
-	}
+	d := &dispatcher{cfg: &cfg, client: c, reqs: reqs, offsets: mine, rates: rates, spin: max(cfg.SpinWindow, 0)}
 	d.run(runCtx, res)
 	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
@@ -222,6 +286,9 @@ func (cfg *Config) normalize() error {
 	if cfg.BaseURL == "" {
 		return errors.New("no base URL")
 	}
+	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q: want http://host:port or https://host:port", redact.String(cfg.BaseURL))
+	}
 	if cfg.Model == "" {
 		return errors.New("no model")
 	}
@@ -230,6 +297,12 @@ func (cfg *Config) normalize() error {
 	}
 	if cfg.MaxConcurrency < 0 || cfg.NumWarmups < 0 {
 		return errors.New("max concurrency and warm-ups must not be negative")
+	}
+	if cfg.WarmConnections < WarmAuto || cfg.WarmConnections > client.MaxWarmConnections {
+		return fmt.Errorf("warm connections: %d is out of range (-1 for one per concurrent request, 0 to %d)", cfg.WarmConnections, client.MaxWarmConnections)
+	}
+	if err := cfg.checkLimits(); err != nil {
+		return err
 	}
 	if cfg.TraceArrivals && cfg.RampUp != nil {
 		return errors.New("trace replay and ramp-up both set the arrival times; choose one")
@@ -254,11 +327,50 @@ func (cfg *Config) normalize() error {
 	return nil
 }
 
-// client builds the request client of the run.
-func (cfg *Config) client() *client.Client {
+// checkLimits checks the numbers against the limits above.
+func (cfg *Config) checkLimits() error {
+	ints := []struct {
+		name     string
+		v, limit int
+	}{
+		{"warm-ups", cfg.NumWarmups, MaxWarmups},
+		{"max concurrency", cfg.MaxConcurrency, MaxConcurrencyLimit},
+		{"max line bytes", cfg.MaxLineBytes, client.MaxLineBytesLimit},
+	}
+	for _, i := range ints {
+		if i.v > i.limit {
+			return fmt.Errorf("%s %d is over the maximum %d", i.name, i.v, i.limit)
+		}
+	}
+	if cfg.MaxLineBytes < 0 {
+		return fmt.Errorf("max line bytes must not be negative, got %d", cfg.MaxLineBytes)
+	}
+	durs := []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ready timeout", cfg.ReadyTimeout}, {"ready interval", cfg.ReadyInterval},
+		{"request timeout", cfg.RequestTimeout}, {"max duration", cfg.MaxDuration},
+	}
+	for _, d := range durs {
+		if d.v > MaxTimeout {
+			return fmt.Errorf("%s %v is over the maximum %v", d.name, d.v, MaxTimeout)
+		}
+	}
+	return nil
+}
+
+// client builds the request client of the run, and its Warmer when the
+// run warms connections.
+func (cfg *Config) client() (*client.Client, *client.Warmer) {
 	h := cfg.HTTPClient
+	var w *client.Warmer
 	if h == nil {
-		h = client.NewHTTPClient(cfg.MaxConcurrency)
+		if cfg.WarmConnections != 0 {
+			h, w = client.NewWarmHTTPClient(cfg.MaxConcurrency)
+		} else {
+			h = client.NewHTTPClient(cfg.MaxConcurrency)
+		}
 	}
 	return &client.Client{
 		Backend:   cfg.Backend,
@@ -274,7 +386,25 @@ func (cfg *Config) client() *client.Client {
 		IgnoreEOS: cfg.IgnoreEOS,
 		ExtraBody: cfg.ExtraBody,
 		Headers:   cfg.Headers,
+
+		MaxLineBytes: cfg.MaxLineBytes,
+	}, w
+}
+
+// warm dials the run's warm connections (see Config.WarmConnections).
+func (cfg *Config) warm(ctx context.Context, w *client.Warmer, requests int) error {
+	if w == nil {
+		return nil
 	}
+	n := cfg.WarmConnections
+	if n == WarmAuto {
+		n = requests
+		if cfg.MaxConcurrency > 0 {
+			n = min(n, cfg.MaxConcurrency)
+		}
+	}
+	_, err := w.Warm(ctx, cfg.BaseURL, min(n, client.MaxWarmConnections))
+	return err
 }
 
 // request turns sample i into a client request.

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +30,8 @@ type streamServer struct {
 	inFlight    atomic.Int64
 	maxInFlight atomic.Int64
 	hold        time.Duration
+	// acceptedAt are the times connections were accepted.
+	acceptedAt []time.Time
 
 	mu       sync.Mutex
 	models   []string
@@ -50,7 +54,15 @@ func newStreamServer(tb testing.TB) *streamServer {
 		s.body[path] = b
 	}
 	s.body["/v1/embeddings"] = []byte(`{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.5,-0.5]}],"usage":{"prompt_tokens":5,"total_tokens":5}}`)
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.acceptedAt = append(s.acceptedAt, time.Now())
+			s.mu.Unlock()
+		}
+	}
+	s.Start()
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -231,6 +243,9 @@ func TestConfigErrors(t *testing.T) {
 		{Config{BaseURL: "http://x", Model: "m", RequestRate: -3}, "request rate"},
 		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, TraceSpeed: -1}, "trace speed"},
 		{Config{BaseURL: "http://x", Model: "m", TraceArrivals: true, RampUp: &RampUp{Strategy: "linear", StartRPS: 1, EndRPS: 2}}, "choose one"},
+		// Credentials in the URL are masked in the message.
+		{Config{BaseURL: "ftp://u:planted-pw@x", Model: "m"}, `base URL "ftp://xxxxx@x"`},
+		{Config{BaseURL: "http://u:planted-pw@x", Model: "m", Backend: "openai-chat", Endpoint: "/v1/completions"}, `"http://xxxxx@x/v1/completions" must end`},
 	}
 	for _, tt := range tests {
 		_, err := Run(t.Context(), tt.cfg, samples(1))
@@ -301,5 +316,42 @@ func TestPoolingSamplesReachTheServer(t *testing.T) {
 	}
 	if got := fmt.Sprint(bodies[1]["input"]); got != "[one two]" {
 		t.Errorf("embeddings input %s, want the sample's batch", got)
+	}
+}
+
+// With warm connections, every connection the run needs is open before
+// its first request; without, the requests open their own (vLLM's way).
+func TestRunWarmConnections(t *testing.T) {
+	for _, tc := range []struct {
+		warm, conc int
+		want       int32
+	}{{WarmAuto, 4, 4}, {WarmAuto, 0, 12}, {3, 0, 3}, {0, 4, 0}} {
+		srv := newStreamServer(t)
+		srv.hold = 20 * time.Millisecond
+		res, err := Run(context.Background(), Config{BaseURL: srv.URL, Model: "m", MaxConcurrency: tc.conc,
+			WarmConnections: tc.warm}, samples(12))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Records {
+			if !r.Success {
+				t.Fatalf("request failed: %s", r.Error)
+			}
+		}
+		var before int32
+		srv.mu.Lock()
+		for _, at := range srv.acceptedAt {
+			if at.Before(res.Start) {
+				before++
+			}
+		}
+		srv.mu.Unlock()
+		if before != tc.want {
+			t.Errorf("warm=%d concurrency=%d: %d connections open before time zero, want %d", tc.warm, tc.conc, before, tc.want)
+		}
+	}
+	_, err := Run(context.Background(), Config{BaseURL: "http://x", Model: "m", WarmConnections: 5000}, samples(1))
+	if err == nil || !strings.Contains(err.Error(), "warm connections: 5000 is out of range") {
+		t.Errorf("WarmConnections 5000: got %v", err)
 	}
 }

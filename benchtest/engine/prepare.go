@@ -11,6 +11,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 )
 
 // This file holds what happens around the measured run: the LoRA choice,
@@ -56,30 +57,46 @@ func warmUp(ctx context.Context, c *client.Client, req client.Request, n, limit 
 // waitReady sends req until it succeeds, every interval, for at most
 // timeout, like vLLM's wait_for_endpoint; unlike it, a 4xx answer (other
 // than 408 and 429) stops at once with the server's message, since
-// retrying a bad request for ten minutes helps nobody.
+// retrying a bad request for ten minutes helps nobody. The error names the
+// last failure that said something about the server (a probe cut short by
+// the deadline says nothing), and tells an interrupted wait from a timed
+// out one.
 func waitReady(ctx context.Context, c *client.Client, req client.Request, timeout, interval time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last metrics.Record
+	var cause string
 	for {
-		last = c.Do(ctx, req)
+		last := c.Do(wctx, req)
 		if last.Success {
 			return nil
 		}
 		if s := last.HTTPStatus; s >= 400 && s < 500 && s != 408 && s != 429 {
 			return fmt.Errorf("initial test request failed, check the benchmark arguments: %s", last.Error)
 		}
+		if last.Failure != metrics.FailureCanceled && last.Error != "" {
+			cause = last.Error
+		}
 		timer := time.NewTimer(interval)
 		select {
 		case <-timer.C:
-		case <-ctx.Done():
+		case <-wctx.Done():
 			timer.Stop()
-			if last.Failure == metrics.FailureCanceled || last.Error == "" {
-				return fmt.Errorf("endpoint not ready after %v: %w", timeout, ctx.Err())
-			}
-			return fmt.Errorf("endpoint not ready after %v: %s", timeout, last.Error)
+			return readyError(ctx, time.Since(start), timeout, cause)
 		}
 	}
+}
+
+// readyError says why the ready wait ended without a good answer.
+func readyError(ctx context.Context, waited, timeout time.Duration, cause string) error {
+	what := fmt.Sprintf("endpoint not ready after %v", timeout)
+	if ctx.Err() != nil {
+		what = fmt.Sprintf("interrupted after %v waiting for the endpoint to be ready (%v)", waited.Round(time.Millisecond), context.Cause(ctx))
+	}
+	if cause == "" {
+		return fmt.Errorf("%s: no answer", what)
+	}
+	return fmt.Errorf("%s: last failure: %s", what, cause)
 }
 
 // profile POSTs to one of vLLM's profiler endpoints.
@@ -95,7 +112,7 @@ func profile(ctx context.Context, h *http.Client, url string) error {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("profile: %s answered %s", url, resp.Status)
+		return fmt.Errorf("profile: %s answered %s", redact.String(url), resp.Status)
 	}
 	return nil
 }

@@ -26,12 +26,13 @@ var scalarNames = map[string]bool{
 	"request_throughput": true, "request_goodput": true,
 	"output_throughput": true, "total_token_throughput": true,
 	"max_output_tokens_per_s": true, "max_concurrent_requests": true,
-	"failure_ratio":                       true,
-	"failed_" + string(FailureHTTPStatus): true,
-	"failed_" + string(FailureStream):     true,
-	"failed_" + string(FailureTimeout):    true,
-	"failed_" + string(FailureTransport):  true,
-	"failed_" + string(FailureCanceled):   true,
+	"failure_ratio": true,
+}
+
+func init() {
+	for _, k := range FailureKinds {
+		scalarNames["failed_"+string(k)] = true
+	}
 }
 
 // KnownMetric reports whether name is a metric Summary.Value can answer,

@@ -15,7 +15,17 @@ const (
 	FailureTimeout    FailureKind = "timeout"
 	FailureTransport  FailureKind = "transport"
 	FailureCanceled   FailureKind = "canceled"
+	// FailureLineTooLong is a server line (an SSE line or event, or a
+	// pooling response body) past the client's size cap; the client
+	// closed the stream.
+	FailureLineTooLong FailureKind = "line_too_long"
+	// FailureExcessOutput is a server that kept generating past
+	// max_tokens plus the client's slack; the client closed the stream.
+	FailureExcessOutput FailureKind = "excess_output"
 )
+
+// FailureKinds lists every failure kind, in the order results report them.
+var FailureKinds = []FailureKind{FailureHTTPStatus, FailureStream, FailureTimeout, FailureTransport, FailureCanceled, FailureLineTooLong, FailureExcessOutput}
 
 // A Record is what the client measured for one request. Times are offsets
 // on the monotonic clock from the start of the benchmark run.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/redact"
 )
 
 // A RunInfo describes the run for the header of vLLM's result JSON.
@@ -35,6 +37,16 @@ type RunInfo struct {
 	RampUpStartRPS, RampUpEndRPS int
 	// RPSChanges are the ramp-up's RPS change events.
 	RPSChanges []RPSChange
+	// Interrupted says the run was cut short (a signal, a test's end or
+	// timeout) rather than ending by itself or at its maximum duration: the
+	// result JSON then ends with "interrupted": true, the reason and the
+	// number of requests never sent, so that no one takes it for a whole
+	// run. Unset, none of these keys is written (vLLM's key set).
+	Interrupted bool
+	// InterruptedBy is the reason of an interrupted run.
+	InterruptedBy string
+	// Unsent is the number of requests an interrupted run never sent.
+	Unsent int
 	// Extras adds servegate's extra metrics (queue time, schedule lag,
 	// e2el with queue, failures by kind) after vLLM's keys and, in a
 	// detailed result, the per-request arrays that make the file a
@@ -74,12 +86,12 @@ func (s *Summary) resultObject(info RunInfo, detailed bool) object {
 	o.set("date", info.Date)
 	o.set("endpoint_type", info.Backend)
 	o.set("backend", info.Backend)
-	o.set("label", nilIfEmpty(info.Label))
+	o.set("label", nilIfEmpty(redact.String(info.Label)))
 	o.set("model_id", info.ModelID)
 	o.set("tokenizer_id", info.TokenizerID)
 	o.set("num_prompts", info.NumPrompts)
 	for _, kv := range info.Metadata {
-		o.set(strings.TrimSpace(kv[0]), strings.TrimSpace(kv[1]))
+		o.set(strings.TrimSpace(kv[0]), strings.TrimSpace(redact.String(kv[1])))
 	}
 	if info.RequestRate == 0 || math.IsInf(info.RequestRate, 1) {
 		o.set("request_rate", "inf")
@@ -132,7 +144,7 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 			itls[i][j] = seconds(g)
 		}
 		texts[i] = r.GeneratedText
-		errs[i] = r.Error
+		errs[i] = redact.String(r.Error)
 		starts[i] = seconds(r.Start)
 		lats[i] = seconds(r.Latency)
 	}
@@ -194,9 +206,14 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 			s.setStats(&o, m)
 		}
 		o.set("failure_ratio", must(s.Value("failure_ratio")))
-		for _, k := range []FailureKind{FailureHTTPStatus, FailureStream, FailureTimeout, FailureTransport, FailureCanceled} {
+		for _, k := range FailureKinds {
 			o.set("failed_"+string(k), s.FailuresByKind[k])
 		}
+	}
+	if info.Interrupted {
+		o.set("interrupted", true)
+		o.set("interrupted_by", info.InterruptedBy)
+		o.set("unsent_requests", info.Unsent)
 	}
 	return o
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/servegate/servegate/benchtest/redact"
 )
 
 // Directions of a benchstat unit (the better= value of its metadata).
@@ -53,7 +55,18 @@ var rateMetrics = []struct {
 // with scenario.WithDerived); names it does not know are left out. For
 // each of ttft, tpot, itl and e2el it reports the mean, the median (p50)
 // and each of percentiles, in seconds.
+//
+// A run with no successful request ("completed" is 0) reports only its
+// fail-ratio (1): no latency, no throughput and no goodput-ratio, which
+// are measured on successful requests. The result JSON writes 0 for them,
+// as vLLM does, and a 0 latency would read as the best ever measured. A
+// run that sent nothing (no completed and no failed request) reports no
+// fail-ratio either.
 func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float64) []BenchMetric {
+	completed, okC := lookup("completed")
+	failed, okF := lookup("failed")
+	measured := !okC || completed > 0
+	sent := !okC || !okF || completed+failed > 0
 	var out []BenchMetric
 	add := func(name, unit, better string, div float64) {
 		if v, ok := lookup(name); ok {
@@ -61,6 +74,9 @@ func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float6
 		}
 	}
 	for _, m := range latencyMetrics {
+		if !measured {
+			break
+		}
 		add("mean_"+m+"_ms", m+"-mean-sec", Lower, 1000)
 		add("median_"+m+"_ms", m+"-p50-sec", Lower, 1000)
 		for _, p := range percentiles {
@@ -72,9 +88,42 @@ func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float6
 		}
 	}
 	for _, r := range rateMetrics {
+		if counts := r.name == "failure_ratio"; (!counts && !measured) || (counts && !sent) {
+			continue
+		}
 		add(r.name, r.unit, r.better, 1)
 	}
 	return out
+}
+
+// The file configuration keys that mark a run whose samples cannot speak
+// for the server. The gate (servegate gate, ci/gate) refuses every result
+// line that carries one (exit 2, naming the lines); it ignores them when
+// grouping, so writing "interrupted: false" is harmless.
+const (
+	// InterruptedKey is set to "true" on the result lines of a run cut
+	// short (SIGINT, a deadline) before it sent its whole load.
+	InterruptedKey = "interrupted"
+	// InvalidKey holds the reason a run is invalid (the harness's
+	// verdict, say a failed warmup or a wrong model).
+	InvalidKey = "invalid"
+)
+
+// Interrupted returns the configuration entry that marks a result line
+// as coming from an interrupted run: "interrupted: true".
+func Interrupted() BenchConfig {
+	return BenchConfig{Key: InterruptedKey, Value: "true"}
+}
+
+// Invalid returns the configuration entry that marks a result line as
+// coming from an invalid run, with the reason: "invalid: <reason>". An
+// empty reason reads "unspecified", never an empty value (which benchfmt
+// would read as deleting the key).
+func Invalid(reason string) BenchConfig {
+	if strings.TrimSpace(reason) == "" {
+		reason = "unspecified"
+	}
+	return BenchConfig{Key: InvalidKey, Value: reason}
 }
 
 // A BenchConfig is one file configuration line of a benchfmt file, such as
@@ -107,6 +156,11 @@ func (w *BenchfmtWriter) WriteBenchfmtResult(name string, iterations int, config
 	if name == "" || strings.ContainsAny(name, " \t\r\n") {
 		return fmt.Errorf("write benchfmt: benchmark name %q is empty or has spaces", name)
 	}
+	if len(metrics) == 0 {
+		// benchfmt readers (benchstat, the gate) reject a result line
+		// without values as a syntax error and drop it with a warning.
+		return fmt.Errorf("write benchfmt: %s: no values (a run that sent no request reports none)", name)
+	}
 	for _, m := range metrics {
 		if w.units[m.Unit] {
 			continue
@@ -125,7 +179,7 @@ func (w *BenchfmtWriter) WriteBenchfmtResult(name string, iterations int, config
 		if c.Key == "" || strings.ContainsAny(c.Key, " \t\r\n:") {
 			return fmt.Errorf("write benchfmt: configuration key %q is empty or has spaces or a colon", c.Key)
 		}
-		v := strings.Join(strings.Fields(c.Value), " ")
+		v := strings.Join(strings.Fields(redact.String(c.Value)), " ")
 		if v == "" {
 			continue // an empty value would read as the key's deletion
 		}

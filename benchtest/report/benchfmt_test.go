@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/perf/benchfmt"
@@ -99,6 +102,77 @@ func TestBenchfmtWriter(t *testing.T) {
 func TestBenchfmtWriterRejects(t *testing.T) {
 	w := NewBenchfmtWriter(&bytes.Buffer{})
 	assert.EqualError(t, w.WriteBenchfmtResult("a b", 1, nil, nil), `write benchfmt: benchmark name "a b" is empty or has spaces`)
+	assert.EqualError(t, w.WriteBenchfmtResult("a", 1, nil, nil), `write benchfmt: a: no values (a run that sent no request reports none)`)
 	assert.EqualError(t, w.WriteBenchfmtResult("a", 1, nil, []BenchMetric{{Unit: "ttft ms"}}), `write benchfmt: unit "ttft ms" is empty or has spaces`)
-	assert.EqualError(t, w.WriteBenchfmtResult("a", 1, []BenchConfig{{"Model:", "x"}}, nil), `write benchfmt: configuration key "Model:" is empty or has spaces or a colon`)
+	assert.EqualError(t, w.WriteBenchfmtResult("a", 1, []BenchConfig{{"Model:", "x"}}, []BenchMetric{{"fail-ratio", 0, Lower}}), `write benchfmt: configuration key "Model:" is empty or has spaces or a colon`)
+}
+
+// TestBenchMetricsNoSuccess checks issue 14's defect 1 at its source: a
+// run with no successful request wrote 0 for its latencies and
+// throughputs, which the gate read as "-100%: better". It now reports
+// only its fail-ratio, and a run that sent nothing reports nothing.
+func TestBenchMetricsNoSuccess(t *testing.T) {
+	allFailed := map[string]float64{"completed": 0, "failed": 8, "failure_ratio": 1, "request_goodput": 0, "goodput_ratio": 0}
+	for k, v := range summary() {
+		if _, ok := allFailed[k]; !ok {
+			allFailed[k] = v * 0 // what Summary.Value answers: 0
+		}
+	}
+	units := func(m map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for _, bm := range BenchMetrics(func(name string) (float64, bool) { v, ok := m[name]; return v, ok }, []float64{99}) {
+			out[bm.Unit] = bm.Value
+		}
+		return out
+	}
+	assert.Equal(t, map[string]float64{"fail-ratio": 1}, units(allFailed))
+
+	nothingSent := map[string]float64{"completed": 0, "failed": 0, "failure_ratio": 0, "p99_ttft_ms": 0, "request_throughput": 0}
+	assert.Empty(t, units(nothingSent))
+
+	someFailed := map[string]float64{"completed": 1, "failed": 7, "failure_ratio": 0.875, "p99_ttft_ms": 20, "request_throughput": 0.5}
+	assert.Equal(t, map[string]float64{"fail-ratio": 0.875, "ttft-p99-sec": 0.02, "req/s": 0.5}, units(someFailed))
+}
+
+// TestRunMarkers checks the configuration entries that mark interrupted
+// and invalid runs: written on the marked line only (benchfmt.Writer
+// deletes a key the next result lacks), never with an empty value.
+func TestRunMarkers(t *testing.T) {
+	assert.Equal(t, BenchConfig{"interrupted", "true"}, Interrupted())
+	assert.Equal(t, BenchConfig{"invalid", "warmup failed"}, Invalid("warmup failed"))
+	assert.Equal(t, BenchConfig{"invalid", "unspecified"}, Invalid(" "))
+
+	var buf bytes.Buffer
+	w := NewBenchfmtWriter(&buf)
+	cfg := []BenchConfig{{"target", "sim"}}
+	ms := []BenchMetric{{"fail-ratio", 0, Lower}}
+	require.NoError(t, w.WriteBenchfmtResult("A", 1, cfg, ms))
+	require.NoError(t, w.WriteBenchfmtResult("A", 1, append(cfg, Interrupted(), Invalid("x")), ms))
+	require.NoError(t, w.WriteBenchfmtResult("A", 1, cfg, ms))
+	r := benchfmt.NewReader(bytes.NewReader(buf.Bytes()), "markers")
+	var got []string
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok {
+			got = append(got, res.GetConfig(InterruptedKey)+"/"+res.GetConfig(InvalidKey))
+		}
+	}
+	assert.Equal(t, []string{"/", "true/x", "/"}, got, buf.String())
+}
+
+// TestBenchMetricsFromSummary runs a real summary of failed requests, with
+// and without a goodput SLO, through the lookup servegate uses.
+func TestBenchMetricsFromSummary(t *testing.T) {
+	failed := make([]metrics.Record, 5)
+	for i := range failed {
+		failed[i] = metrics.Record{Start: time.Duration(i) * time.Millisecond, Latency: time.Millisecond, Failure: metrics.FailureHTTPStatus}
+	}
+	for _, goodput := range []map[string]float64{nil, {"ttft": 100}} {
+		sum := metrics.Summarize(failed, time.Second, metrics.Options{Goodput: goodput})
+		var units []string
+		for _, m := range BenchMetrics(scenario.WithDerived(sum.Value), []float64{99}) {
+			units = append(units, m.Unit)
+			assert.Equal(t, 1.0, m.Value, m.Unit)
+		}
+		assert.Equal(t, []string{"fail-ratio"}, units, "goodput SLO %v", goodput)
+	}
 }

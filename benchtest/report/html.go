@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/benchtest/scenario"
 )
 
@@ -45,7 +46,8 @@ type ReportSetting struct {
 // ITL and end-to-end latency distributions, output tokens/s and
 // concurrency over time, schedule lag, failures by kind and the run
 // configuration. Charts are inline SVG and styles are inline: the page
-// loads nothing at view time.
+// loads nothing at view time. Credentials in the title, settings and error
+// examples are masked (see package redact).
 func WriteHTMLReport(w io.Writer, r HTMLReport) error {
 	page, err := buildHTMLPage(r)
 	if err != nil {
@@ -97,7 +99,10 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &htmlPage{Title: r.Title, CSS: template.CSS(css), Settings: r.Settings}
+	p := &htmlPage{Title: redact.String(r.Title), CSS: template.CSS(css)}
+	for _, s := range r.Settings { // a base URL may carry user:password
+		p.Settings = append(p.Settings, ReportSetting{Name: s.Name, Value: redact.String(s.Value)})
+	}
 	if p.Title == "" {
 		p.Title = "servegate benchmark report"
 	}
@@ -228,7 +233,7 @@ func failuresByKind(records []metrics.Record) (htmlFigure, []htmlFailure) {
 		}
 		f := byKind[kind]
 		if f == nil {
-			f = &htmlFailure{Kind: kind, ExampleID: rec.RequestID, Example: truncate(rec.Error, 400), ExampleStatus: rec.HTTPStatus}
+			f = &htmlFailure{Kind: kind, ExampleID: rec.RequestID, Example: truncate(redact.String(rec.Error), 400), ExampleStatus: rec.HTTPStatus}
 			byKind[kind] = f
 			statuses[kind] = map[int]int{}
 		}

@@ -11,31 +11,33 @@ import (
 // The defaults of every scenario key, in one place. docs/scenarios.md
 // repeats this table; keep them together.
 const (
-	// DefaultKind is the target kind when none is written.
-	DefaultKind = TargetSim
-	// DefaultBackend is vLLM's default backend (completions).
-	DefaultBackend = "openai"
-	// DefaultDataset is vLLM's default dataset.
-	DefaultDataset = "random"
-	// DefaultNumPrompts is vLLM's default --num-prompts.
-	DefaultNumPrompts = 1000
-	// DefaultBurstiness makes arrivals a Poisson process.
-	DefaultBurstiness = 1.0
+	// defaultKind is the target kind when none is written.
+	defaultKind = TargetSim
+	// defaultBackend is vLLM's default backend (completions).
+	defaultBackend = "openai"
+	// defaultDataset is vLLM's default dataset.
+	defaultDataset = "random"
+	// defaultNumPrompts is vLLM's default --num-prompts.
+	defaultNumPrompts = 1000
+	// defaultBurstiness makes arrivals a Poisson process.
+	defaultBurstiness = 1.0
 	// DefaultStartTimeout bounds starting a target.
 	DefaultStartTimeout = 10 * time.Minute
-	// DefaultReadyTimeout is vLLM's --ready-check-timeout-sec.
-	DefaultReadyTimeout = 600 * time.Second
-	// DefaultTraceSpeed replays a trace in real time.
-	DefaultTraceSpeed = 1.0
-	// DefaultPercentile is vLLM's default --metric-percentiles.
-	DefaultPercentile = 99.0
+	// defaultReadyTimeout is vLLM's --ready-check-timeout-sec.
+	defaultReadyTimeout = 600 * time.Second
+	// defaultWarmConnections opens the run's connections before it starts.
+	defaultWarmConnections = true
+	// defaultTraceSpeed replays a trace in real time.
+	defaultTraceSpeed = 1.0
+	// defaultPercentile is vLLM's default --metric-percentiles.
+	defaultPercentile = 99.0
 )
 
-// DefaultRequestRate sends every request at once (vLLM's inf).
-var DefaultRequestRate = math.Inf(1)
+// defaultRequestRate sends every request at once (vLLM's inf).
+var defaultRequestRate = math.Inf(1)
 
-// DefaultPercentileMetrics is vLLM's default --percentile-metrics.
-var DefaultPercentileMetrics = []string{"ttft", "tpot", "itl"}
+// defaultPercentileMetrics is vLLM's default --percentile-metrics.
+var defaultPercentileMetrics = []string{"ttft", "tpot", "itl"}
 
 // datasetDefaults are vLLM's per-dataset length defaults.
 var datasetDefaults = map[string]Dataset{
@@ -45,6 +47,7 @@ var datasetDefaults = map[string]Dataset{
 	"sonnet":            {InputLen: 550, OutputLen: 150, PrefixLen: 200},
 	"custom":            {OutputLen: 256},
 	"spec_bench":        {OutputLen: 256},
+	"txt-slices":        {InputLen: 1024, OutputLen: 128},
 }
 
 // applyDefaults fills every key that was not written. It runs before
@@ -53,13 +56,13 @@ func (sc *Scenario) applyDefaults() {
 	p := sc.pos
 	t := &sc.Target
 	if t.Kind == "" {
-		t.Kind = DefaultKind
+		t.Kind = defaultKind
 	}
 	if !p.has("target.start_timeout") {
 		t.StartTimeout = Duration(DefaultStartTimeout)
 	}
 	if sc.Backend == "" {
-		sc.Backend = DefaultBackend
+		sc.Backend = defaultBackend
 	}
 	if sc.Endpoint == "" {
 		sc.Endpoint = client.DefaultEndpoint(sc.Backend)
@@ -67,10 +70,10 @@ func (sc *Scenario) applyDefaults() {
 
 	d := &sc.Dataset
 	if d.Name == "" {
-		d.Name = DefaultDataset
+		d.Name = defaultDataset
 	}
 	if !p.has("dataset.num_prompts") {
-		d.NumPrompts = DefaultNumPrompts
+		d.NumPrompts = defaultNumPrompts
 	}
 	def := datasetDefaults[d.Name]
 	fill := func(key string, v *int, dv int) {
@@ -86,25 +89,29 @@ func (sc *Scenario) applyDefaults() {
 
 	l := &sc.Load
 	if !p.has("load.request_rate") {
-		l.RequestRate = DefaultRequestRate
+		l.RequestRate = defaultRequestRate
 	}
 	if !p.has("load.burstiness") {
-		l.Burstiness = DefaultBurstiness
+		l.Burstiness = defaultBurstiness
 	}
 	if l.ReadyTimeout == nil {
-		rt := Duration(DefaultReadyTimeout)
+		rt := Duration(defaultReadyTimeout)
 		l.ReadyTimeout = &rt
 	}
+	if l.WarmConnections == nil {
+		warm := defaultWarmConnections
+		l.WarmConnections = &warm
+	}
 	if !p.has("load.trace_speed") {
-		l.TraceSpeed = DefaultTraceSpeed
+		l.TraceSpeed = defaultTraceSpeed
 	}
 
 	m := &sc.Metrics
 	if !p.has("metrics.percentile_metrics") {
-		m.PercentileMetrics = slices.Clone(DefaultPercentileMetrics)
+		m.PercentileMetrics = slices.Clone(defaultPercentileMetrics)
 	}
 	if !p.has("metrics.percentiles") {
-		m.Percentiles = []float64{DefaultPercentile}
+		m.Percentiles = []float64{defaultPercentile}
 	}
 }
 

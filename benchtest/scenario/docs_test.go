@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
 )
 
 const docsPath = "../../docs/scenarios.md"
@@ -53,5 +56,18 @@ func TestDocsExamplesLoad(t *testing.T) {
 			_, err := Parse("", []byte(b[1]))
 			assert.NoError(t, err)
 		})
+	}
+}
+
+// TestDocsListEveryWord keeps the closed word lists and docs/scenarios.md
+// together: every backend, dataset and target kind that the owning
+// package lists is documented as `word`.
+func TestDocsListEveryWord(t *testing.T) {
+	doc, err := os.ReadFile(docsPath)
+	require.NoError(t, err)
+	for list, words := range map[string][]string{"client.Backends": client.Backends, "dataset.Names": dataset.Names, "TargetKinds": TargetKinds} {
+		for _, w := range words {
+			assert.Contains(t, string(doc), "`"+w+"`", "docs/scenarios.md does not document %s %q", list, w)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,10 +191,26 @@ func measured(n *yaml.Node) *yaml.Node {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a yaml.v3 parse error into an Error with the line.
+// parserProblems are the messages of yaml.v3's parser errors (as opposed
+// to its scanner's). yaml.v3 reports a parser error at the 0-based line of
+// the construct it was reading (or of the problem), a scanner error at the
+// 1-based line, so a parser error's line is one short.
+var parserProblems = []string{
+	"did not find expected <stream-start>", "did not find expected <document start>",
+	"found undefined tag handle", "did not find expected node content",
+	"did not find expected '-' indicator", "did not find expected key",
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"found duplicate %YAML directive", "found incompatible YAML document", "found duplicate %TAG directive",
+}
+
+// syntaxError turns a yaml.v3 parse error into an Error with the 1-based
+// line.
 func syntaxError(file string, err error) error {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if slices.Contains(parserProblems, m[2]) {
+			line++
+		}
 		return &Error{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
 	}
 	return &Error{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}

@@ -6,20 +6,20 @@ import (
 	"github.com/servegate/servegate/benchtest/metrics"
 )
 
-// DerivedMetrics are computed from the summary for SLOs: goodput_ratio is
+// derivedMetrics are computed from the summary for SLOs: goodput_ratio is
 // request_goodput / request_throughput, the share of requests that met
 // slo.goodput.
-var DerivedMetrics = []string{"goodput_ratio"}
+var derivedMetrics = []string{"goodput_ratio"}
 
-// KnownMetric reports whether an SLO may bound the metric name: a name of
+// knownMetric reports whether an SLO may bound the metric name: a name of
 // vLLM's result JSON or one of servegate's extras (metrics.KnownMetric), or
-// one of DerivedMetrics.
-func KnownMetric(name string) bool {
-	return slices.Contains(DerivedMetrics, name) || metrics.KnownMetric(name)
+// one of derivedMetrics.
+func knownMetric(name string) bool {
+	return slices.Contains(derivedMetrics, name) || metrics.KnownMetric(name)
 }
 
 // WithDerived extends a summary lookup (metrics.Summary.Value) with
-// DerivedMetrics.
+// derivedMetrics.
 func WithDerived(lookup func(name string) (float64, bool)) func(name string) (float64, bool) {
 	return func(name string) (float64, bool) {
 		if name == "goodput_ratio" {

@@ -65,6 +65,10 @@ const (
 	TargetURL = "url"
 )
 
+// TargetKinds lists the target kinds: the one list that validation, the
+// environment override, `servegate bench --target` and the docs read.
+var TargetKinds = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL}
+
 // A Target is the server under test.
 type Target struct {
 	// Kind is sim (default), inproc, vllm or url.
@@ -95,18 +99,16 @@ type Target struct {
 	StartTimeout Duration `yaml:"start_timeout"`
 }
 
-// Dataset names.
-var datasetNames = []string{"random", "random-rerank", "sharegpt", "custom", "prefix_repetition", "burstgpt", "sonnet", "spec_bench"}
-
 // A Dataset says which requests a scenario sends. Which length keys apply
 // depends on Name; docs/scenarios.md has the table.
 type Dataset struct {
-	// Name is the dataset: random (default), random-rerank, sharegpt,
-	// custom, prefix_repetition, burstgpt, sonnet or spec_bench.
+	// Name is the dataset, one of dataset.Names: random (default),
+	// random-rerank, sharegpt, custom, prefix_repetition, burstgpt, sonnet,
+	// spec_bench or txt-slices.
 	Name string `yaml:"name"`
 	// Path is the dataset file (relative to the scenario file).
 	Path string `yaml:"path"`
-	// NumPrompts is the number of requests. Default 100.
+	// NumPrompts is the number of requests. Default 1000 (vLLM's).
 	NumPrompts int `yaml:"num_prompts"`
 	// Seed seeds sampling, shuffling and the arrival process. Default 0.
 	Seed int64 `yaml:"seed"`
@@ -162,6 +164,14 @@ type Load struct {
 	TraceReplay bool `yaml:"trace_replay"`
 	// TraceSpeed scales trace time: 2 replays twice as fast. Default 1.
 	TraceSpeed float64 `yaml:"trace_speed"`
+	// WarmConnections opens one connection per request that can be in
+	// flight at once before the run starts, so that TTFT does not include
+	// connection set-up (vllm bench serve opens them as it goes).
+	// Default true.
+	WarmConnections *bool `yaml:"warm_connections"`
+	// MaxLineBytes caps one SSE line the server sends; past it the request
+	// fails as line_too_long. 0 (the default) means 1 MiB.
+	MaxLineBytes int `yaml:"max_line_bytes"`
 }
 
 // A RampUp moves the request rate between two values over the run.

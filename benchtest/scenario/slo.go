@@ -37,8 +37,8 @@ type Bound struct {
 	Value float64
 }
 
-// ParseBound reads "metric op number".
-func ParseBound(s string) (Bound, error) {
+// parseBound reads "metric op number".
+func parseBound(s string) (Bound, error) {
 	f := strings.Fields(s)
 	if len(f) == 1 {
 		// Allow "failed==0": split at the operator.
@@ -63,7 +63,7 @@ func (b *Bound) decodeNode(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 		return fmt.Errorf("want a bound such as \"p99_ttft_ms <= 800\", got %s", describe(n))
 	}
-	v, err := ParseBound(n.Value)
+	v, err := parseBound(n.Value)
 	if err != nil {
 		return err
 	}
@@ -113,17 +113,6 @@ func (s SLO) Check(lookup func(name string) (float64, bool)) []Verdict {
 	for _, b := range s.Bounds {
 		v, ok := lookup(b.Metric)
 		out = append(out, Verdict{Bound: b, Measured: v, Found: ok, Pass: ok && b.Holds(v)})
-	}
-	return out
-}
-
-// Failed returns the verdicts that did not pass.
-func Failed(vs []Verdict) []Verdict {
-	var out []Verdict
-	for _, v := range vs {
-		if !v.Pass {
-			out = append(out, v)
-		}
 	}
 	return out
 }

@@ -26,11 +26,11 @@ func TestBoundHolds(t *testing.T) {
 		{"mean_itl_ms <= 10", math.NaN(), false},
 	}
 	for _, c := range cases {
-		b, err := ParseBound(c.bound)
+		b, err := parseBound(c.bound)
 		require.NoError(t, err, c.bound)
 		assert.Equal(t, c.want, b.Holds(c.measured), "%s with %v", c.bound, c.measured)
 	}
-	b, _ := ParseBound("failed==0")
+	b, _ := parseBound("failed==0")
 	assert.Equal(t, "failed == 0", b.String())
 }
 
@@ -46,14 +46,13 @@ func TestSLOCheck(t *testing.T) {
 		{Bound: slo.Bounds[3], Measured: 0.9, Found: true, Pass: true},
 		{Bound: slo.Bounds[4], Measured: 0, Found: true, Pass: true},
 	}, vs)
-	assert.Equal(t, []Verdict{vs[0], vs[2]}, Failed(vs))
 }
 
 func TestKnownMetric(t *testing.T) {
 	for _, m := range []string{"p99_ttft_ms", "p99.9_itl_ms", "p100_e2el_ms", "mean_tpot_ms", "median_e2el_ms", "std_ttft_ms", "failed", "request_goodput", "goodput_ratio", "failure_ratio", "p99_schedule_lag_ms", "mean_queue_ms", "failed_timeout", "output_throughput"} {
-		assert.True(t, KnownMetric(m), m)
+		assert.True(t, knownMetric(m), m)
 	}
 	for _, m := range []string{"p101_ttft_ms", "p-1_ttft_ms", "p99_ttft", "ttft", "p99_foo_ms", "mean_ttft_sec", ""} {
-		assert.False(t, KnownMetric(m), m)
+		assert.False(t, knownMetric(m), m)
 	}
 }

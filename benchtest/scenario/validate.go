@@ -7,16 +7,20 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/redact"
+	"github.com/servegate/servegate/internal/limit"
 )
 
 var (
-	targetKinds       = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL}
-	backends          = []string{"openai", "vllm", "openai-chat", "openai-embeddings", "vllm-rerank"}
+	targetKinds       = TargetKinds
 	rampStrategies    = []string{"linear", "exponential"}
 	percentileMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 	goodputMetrics    = []string{"ttft", "tpot", "e2el"}
-	fileDatasets      = []string{"sharegpt", "custom", "burstgpt", "sonnet", "spec_bench"}
-	traceDatasets     = []string{"burstgpt", "custom"}
 	namePattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
@@ -26,7 +30,7 @@ var goodputDependent = []string{"request_goodput", "goodput_ratio"}
 // validate checks every value the run will use (defaults applied) and
 // returns the first problem, naming file, line and field.
 func (sc *Scenario) validate() error {
-	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO}
+	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO, sc.validateLimits}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err
@@ -59,7 +63,7 @@ func (sc *Scenario) validateTarget() error {
 		}
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return sc.errorf("target.url", "want http://host:port, got %q", t.URL)
+			return sc.errorf("target.url", "want http://host:port, got %q", redact.String(t.URL))
 		}
 	case TargetVLLM:
 		if t.Model == "" {
@@ -79,8 +83,8 @@ func (sc *Scenario) validateTarget() error {
 }
 
 func (sc *Scenario) validateRequest() error {
-	if !slices.Contains(backends, sc.Backend) {
-		return sc.errorf("backend", "must be one of %s; got %q", oneOf(backends), sc.Backend)
+	if !slices.Contains(client.Backends, sc.Backend) {
+		return sc.errorf("backend", "must be one of %s; got %q", oneOf(client.Backends), sc.Backend)
 	}
 	if !strings.HasPrefix(sc.Endpoint, "/") {
 		return sc.errorf("endpoint", "must be a path starting with /, got %q", sc.Endpoint)
@@ -95,10 +99,10 @@ func (sc *Scenario) validateRequest() error {
 
 func (sc *Scenario) validateDataset() error {
 	d := sc.Dataset
-	if !slices.Contains(datasetNames, d.Name) {
-		return sc.errorf("dataset.name", "must be one of %s; got %q", oneOf(datasetNames), d.Name)
+	if !slices.Contains(dataset.Names, d.Name) {
+		return sc.errorf("dataset.name", "must be one of %s; got %q", oneOf(dataset.Names), d.Name)
 	}
-	if slices.Contains(fileDatasets, d.Name) && d.Path == "" {
+	if dataset.NeedsPath(d.Name) && d.Path == "" {
 		return sc.errorf("dataset.path", "required for the %s dataset", d.Name)
 	}
 	if d.NumPrompts < 1 {
@@ -188,8 +192,8 @@ func (sc *Scenario) validateLoad() error {
 		}
 	}
 	if l.TraceReplay {
-		if !slices.Contains(traceDatasets, sc.Dataset.Name) {
-			return sc.errorf("load.trace_replay", "needs a dataset with arrival times (%s); %s has none", oneOf(traceDatasets), sc.Dataset.Name)
+		if !dataset.ReplaysTraces(sc.Dataset.Name) {
+			return sc.errorf("load.trace_replay", "needs a dataset with arrival times (%s, %s); %s has none", dataset.BurstGPT, dataset.Custom, sc.Dataset.Name)
 		}
 		if sc.pos.has("load.request_rate") || l.RampUp != nil {
 			return sc.errorf("load.trace_replay", "cannot be combined with load.request_rate or load.ramp_up: the trace sets the arrivals")
@@ -248,7 +252,7 @@ func (sc *Scenario) validateSLO() error {
 				return sc.errorf(field, "%s: %v", b.Metric, err)
 			}
 		}
-		if !KnownMetric(b.Metric) {
+		if !knownMetric(b.Metric) {
 			return sc.errorf(field, "unknown metric %q (docs/scenarios.md lists the metrics)", b.Metric)
 		}
 		if slices.Contains(goodputDependent, b.Metric) && len(sc.SLO.Goodput) == 0 {
@@ -261,6 +265,93 @@ func (sc *Scenario) validateSLO() error {
 func checkPercentile(p float64) error {
 	if math.IsNaN(p) || p < 0 || p > 100 {
 		return fmt.Errorf("percentile must be in [0, 100], got %v", p)
+	}
+	return nil
+}
+
+// Limits on sampling values, which only the server uses: wide enough for
+// any server, narrow enough to catch a typing slip.
+const (
+	maxTemperature = 100
+	maxPenalty     = 100
+	maxTopK        = dataset.MaxLen
+	maxGoodputMs   = float64(engine.MaxTimeout / time.Millisecond)
+)
+
+// numLimits checks every numeric key with a maximum; docs/scenarios.md
+// lists them all (TestDocsListEveryLimit). Keys with only a range
+// (percentiles, range_ratio, top_p, min_p) or no bound by nature (rates,
+// seed) are checked elsewhere.
+func (sc *Scenario) numLimits() []limit.Check {
+	d, l, s := sc.Dataset, sc.Load, sc.Sampling
+	var topK int
+	if s.TopK != nil {
+		topK = *s.TopK
+	}
+	ready := Duration(0)
+	if l.ReadyTimeout != nil {
+		ready = *l.ReadyTimeout
+	}
+	checks := []limit.Check{
+		limit.Duration("target.start_timeout", sc.Target.StartTimeout.D(), engine.MaxTimeout),
+		limit.Int("dataset.num_prompts", d.NumPrompts, dataset.MaxNumPrompts),
+		limit.Int("dataset.input_len", d.InputLen, dataset.MaxLen),
+		limit.Int("dataset.output_len", d.OutputLen, dataset.MaxLen),
+		limit.Int("dataset.prefix_len", d.PrefixLen, dataset.MaxLen),
+		limit.Int("dataset.suffix_len", d.SuffixLen, dataset.MaxLen),
+		limit.Int("dataset.num_prefixes", d.NumPrefixes, dataset.MaxNumPrefixes),
+		limit.Int("load.max_concurrency", l.MaxConcurrency, engine.MaxConcurrencyLimit),
+		limit.Int("load.warmups", l.Warmups, engine.MaxWarmups),
+		limit.Int("load.max_line_bytes", l.MaxLineBytes, client.MaxLineBytesLimit),
+		limit.Duration("load.max_duration", l.MaxDuration.D(), engine.MaxTimeout),
+		limit.Duration("load.request_timeout", l.RequestTimeout.D(), engine.MaxTimeout),
+		limit.Duration("load.ready_timeout", ready.D(), engine.MaxTimeout),
+		limit.Float("sampling.temperature", s.Temperature, maxTemperature),
+		limit.Int("sampling.top_k", topK, maxTopK),
+		limit.Float("sampling.repetition_penalty", s.RepetitionPenalty, maxPenalty),
+		limit.Float("sampling.frequency_penalty", s.FrequencyPenalty, 2),
+		limit.Float("sampling.presence_penalty", s.PresencePenalty, 2),
+	}
+	for _, k := range goodputMetrics {
+		var v *float64
+		if x, ok := sc.SLO.Goodput[k]; ok {
+			v = &x
+		}
+		checks = append(checks, limit.Float("slo.goodput."+k, v, maxGoodputMs))
+	}
+	return checks
+}
+
+// validateLimits checks every numeric key against its limit, and the
+// dataset's total prompt tokens against dataset.MaxTotalTokens.
+func (sc *Scenario) validateLimits() error {
+	if c, over := limit.FirstOver(sc.numLimits()); over {
+		return sc.errorf(c.Name, "%s is over the maximum %s", c.Value, c.Max)
+	}
+	pens := []struct {
+		key string
+		v   *float64
+	}{{"sampling.frequency_penalty", sc.Sampling.FrequencyPenalty}, {"sampling.presence_penalty", sc.Sampling.PresencePenalty}}
+	for _, p := range pens {
+		if p.v != nil && !(*p.v >= -2) {
+			return sc.errorf(p.key, "must be in [-2, 2], got %v", *p.v)
+		}
+	}
+	for i, b := range sc.SLO.Bounds {
+		if math.IsInf(b.Value, 0) {
+			return sc.errorf(fmt.Sprintf("slo.bounds[%d]", i), "bound %v must be a finite number", b.Value)
+		}
+	}
+	d := sc.Dataset
+	per := 0
+	switch d.Name {
+	case "random", "random-rerank":
+		per = int(float64(d.InputLen)*(1+d.RangeRatio)) + 1 + d.PrefixLen
+	case "prefix_repetition":
+		per = d.PrefixLen + d.SuffixLen
+	}
+	if total := d.NumPrompts * per; total > dataset.MaxTotalTokens {
+		return sc.errorf("dataset.num_prompts", "%d prompts of up to %d tokens are %d prompt tokens, over the maximum %d; lower num_prompts or input_len", d.NumPrompts, per, total, dataset.MaxTotalTokens)
 	}
 	return nil
 }

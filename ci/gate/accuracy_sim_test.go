@@ -113,7 +113,8 @@ func simulatorRun(tb testing.TB) runFunc {
 		if !ok1 || !ok2 || math.IsNaN(ttft) {
 			return nil, fmt.Errorf("simulator run: no p99_ttft_ms or request_goodput")
 		}
-		out := map[string]float64{"ttft-p99-sec": ttft / 1000, "goodput-req/s": goodput}
+		failRatio, _ := sum.Value("failure_ratio")
+		out := map[string]float64{"ttft-p99-sec": ttft / 1000, "goodput-req/s": goodput, "fail-ratio": failRatio}
 		for name, unit := range map[string]string{"median_ttft_ms": "ttft-p50-sec", "mean_ttft_ms": "ttft-mean-sec", "mean_e2el_ms": "e2el-mean-sec"} {
 			if v, ok := sum.Value(name); ok {
 				out[unit] = v / 1000

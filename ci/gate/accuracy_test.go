@@ -186,7 +186,7 @@ func syntheticRun(seed uint64) runFunc {
 		}
 		sort.Float64s(ttft)
 		duration := requests / rate
-		return map[string]float64{"ttft-p99-sec": percentile(ttft, 99), "goodput-req/s": float64(good) / duration}, nil
+		return map[string]float64{"ttft-p99-sec": percentile(ttft, 99), "goodput-req/s": float64(good) / duration, "fail-ratio": 0}, nil
 	}
 }
 
@@ -201,7 +201,7 @@ func TestAccuracySynthetic(t *testing.T) {
 	trials := collectTrials(ctx, t, syntheticRun(1), 100, 10, 1.10)
 	res := gateAccuracy(ctx, t, trials, []int{5, 10}, DefaultPolicy(), "ttft-p99-sec")
 	for _, r := range res {
-		t.Logf("synthetic samples (seeded model, not the simulator), 100 trials, default policy (ttft-p99-sec 5%%, goodput-req/s 5%%): %s", r)
+		t.Logf("synthetic samples (seeded model, not the simulator), 100 trials, default policy (fail-ratio +0, ttft-p99-sec 5%%, goodput-req/s 5%%): %s", r)
 		require.Zero(t, r.aaError+r.detectErr, "no comparison may error at count %d", r.count)
 		require.LessOrEqual(t, float64(r.aaFail)/float64(r.trials), 0.05, "A/A false-fail target at count %d", r.count)
 	}

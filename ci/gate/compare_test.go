@@ -34,9 +34,13 @@ func BenchmarkServe(b *testing.B) {
 	}
 	b.ReportMetric(ttft*jitter, "ttft-p99-sec")
 	b.ReportMetric(10/jitter, "goodput-req/s")
+	b.ReportMetric(0, "fail-ratio")
 	// What servegate's benchmarks also write: full precision, one more unit.
 	if dir := os.Getenv("SERVEGATE_OUT"); dir != "" && os.Getenv("NO_BENCHFMT") == "" {
-		line := fmt.Sprintf("BenchmarkServe 1 %v ttft-p99-sec %v goodput-req/s %v e2el-p99-sec\n", ttft*jitter, 10/jitter, 2*ttft*jitter)
+		line := fmt.Sprintf("BenchmarkServe 1 %v ttft-p99-sec %v goodput-req/s %v e2el-p99-sec 0 fail-ratio\n", ttft*jitter, 10/jitter, 2*ttft*jitter)
+		if os.Getenv("MARK_RUN") == os.Getenv("SERVEGATE_COMPARE_RUN") && os.Getenv("SERVEGATE_COMPARE_SIDE") == "head" {
+			line = "interrupted: true\n" + line // as servegate marks a run cut short
+		}
 		if err := os.WriteFile(filepath.Join(dir, "bench.benchfmt"), []byte(line), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -85,11 +89,12 @@ func TestCompareScript(t *testing.T) {
 	require.NoError(t, err)
 	dir, base, head := gitRepo(t, "0.150")
 
+	var env []string
 	compare := func(count string, refs ...string) (int, string, string) {
 		out := t.TempDir()
 		cmd := exec.Command(script, refs...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "COUNT="+count, "PKGS=./bench/...", "OUT="+out)
+		cmd.Env = append(append(os.Environ(), env...), "COUNT="+count, "PKGS=./bench/...", "OUT="+out)
 		if len(refs) == 2 && refs[0] == refs[1] {
 			cmd.Env = append(cmd.Env, "WARMUP=1")
 		}
@@ -154,6 +159,15 @@ func TestCompareScript(t *testing.T) {
 	assert.Equal(t, ExitBadInput, code, log)
 	assert.Contains(t, log, "gate: too few samples: 3 base and 3 head runs")
 	assert.Contains(t, log, "compare: gating "+filepath.Join(out, "base.txt"))
+
+	// A run marked interrupted is refused, and only that one: the
+	// marker at the end of its file does not carry over to the next.
+	env = []string{"MARK_RUN=2"}
+	code, _, log = compare("4", base, head)
+	env = nil
+	assert.Equal(t, ExitBadInput, code, log)
+	assert.Contains(t, log, "gate: refused: 1 result line(s) come from runs that cannot speak for the server", log)
+	assert.Contains(t, log, "head.benchfmt:7: BenchmarkServe: run was interrupted (interrupted: true)", log)
 
 	// A ref that does not exist.
 	code, _, log = compare("4", "no-such-ref")

@@ -13,9 +13,14 @@
 // bad direction, and larger than the policy's tolerance.
 //
 // Inputs that cannot support a verdict are errors, never a silent pass:
-// unreadable files, benchmarks present on one side only, a policy unit no
+// unreadable files, NaN, infinite or negative-duration values anywhere,
+// result lines of runs marked interrupted or invalid, benchmarks present
+// on one side only, fewer head runs than base runs, a policy unit no
 // input reports, a unit with no known direction, and samples too small
-// for the U test to ever reach significance.
+// for the U test to ever reach significance. Head runs that report no
+// value of a gated unit (servegate writes none for a run with no
+// successful request) fail the gate rather than leave the survivors to be
+// compared; fail-ratio is gated by default.
 package gate
 
 import (
@@ -125,7 +130,7 @@ func evaluate(in *inputs, pol *Policy) *Report {
 			rep.Comparisons = append(rep.Comparisons, cmp)
 			summarize(cmp, c, in, &thr, pol.Confidence)
 			cmp.Significant = cmp.Base != nil && cmp.Head != nil && cmp.P <= pol.Alpha
-			if !isGated {
+			if !isGated || cmp.problem != nil {
 				continue
 			}
 			cmp.Tolerance = rule.Tolerance
@@ -136,7 +141,7 @@ func evaluate(in *inputs, pol *Policy) *Report {
 			if cmp.Tolerance.Sign == 0 {
 				cmp.Tolerance.Sign = -cmp.Better // unsigned means "worse by"
 			}
-			if in.unmatched(cmp, tk, rk) {
+			if in.lostValues(cmp, tk, rk) || in.unmatched(cmp, tk, rk) {
 				continue
 			}
 			gated = append(gated, cmp)
@@ -195,6 +200,15 @@ func summarize(cmp *Comparison, c *cell, in *inputs, thr *benchmath.Thresholds, 
 		}
 		cmp.Warnings = append(cmp.Warnings, fmt.Sprintf("benchmarks vary in %v", names))
 	}
+	if !finite(c.base) || !finite(c.head) {
+		// read refuses these; never let one reach the U test, which
+		// does not return on a NaN.
+		cmp.Verdict, cmp.Reason = Error, "not a finite number"
+		cmp.problem = &problem{group: "finite", what: cmp.Benchmark + " " + cmp.Unit, msg: func(whats string) string {
+			return "bad value: NaN or an infinity in " + whats
+		}}
+		return
+	}
 	var bs, hs *benchmath.Sample
 	side := func(values []float64) (*Sample, *benchmath.Sample) {
 		if len(values) == 0 {
@@ -218,6 +232,55 @@ func summarize(cmp *Comparison, c *cell, in *inputs, thr *benchmath.Thresholds, 
 		cmp.Warnings = appendUnique(cmp.Warnings, w.Error())
 	}
 	cmp.Delta = relChange(cmp.Base.Center, cmp.Head.Center)
+}
+
+// lostValues judges a gated row whose sides report the unit in fewer
+// runs than they have, and reports whether it did. A run leaves out the
+// latencies and throughputs it could not measure (servegate writes none
+// for a run with no successful request), so comparing only the runs that
+// report a value would compare survivors:
+//
+//   - head runs without a value that base reports: Fail, whatever the
+//     other head runs say;
+//   - fewer head values than base values otherwise (head has fewer
+//     runs): Error, the head cannot be judged on less evidence than base;
+//   - no base value in any base run while head has values: Error, there
+//     is nothing to compare against;
+//   - some base runs without a value: a warning.
+func (in *inputs) lostValues(cmp *Comparison, tk, rk benchproc.Key) bool {
+	nb, nh := 0, 0
+	if cmp.Base != nil {
+		nb = cmp.Base.N
+	}
+	if cmp.Head != nil {
+		nh = cmp.Head.N
+	}
+	runsBase, runsHead := in.runCount(tk, rk)
+	unit := cmp.Unit
+	switch {
+	case nb > 0 && nh < runsHead:
+		cmp.Verdict = Fail
+		cmp.Reason = fmt.Sprintf("no %s in %d of %d head runs (base has it in %d of %d): a run with no successful request reports no latency or throughput",
+			unit, runsHead-nh, runsHead, nb, runsBase)
+		return true
+	case nb > 0 && runsHead > 0 && nh < nb:
+		cmp.Verdict, cmp.Reason = Error, fmt.Sprintf("fewer head runs than base runs (%d < %d)", nh, nb)
+		cmp.problem = &problem{group: fmt.Sprintf("fewer:%d:%d", nh, nb), what: cmp.Benchmark + " " + unit, msg: func(whats string) string {
+			return fmt.Sprintf("too few head runs: %d head against %d base runs of %s: the gate does not judge a head on fewer runs than its base; rerun head with -count %d",
+				nh, nb, whats, nb)
+		}}
+		return true
+	case nb == 0 && nh > 0 && runsBase > 0:
+		cmp.Verdict, cmp.Reason = Error, fmt.Sprintf("no %s in any of %d base runs", unit, runsBase)
+		cmp.problem = &problem{group: "nobase:" + unit, what: cmp.Benchmark, msg: func(whats string) string {
+			return fmt.Sprintf("no base value: none of the base runs of %s reports %s (a run with no successful request reports no latency or throughput), so head has nothing to be compared with; fix and rerun base",
+				whats, unit)
+		}}
+		return true
+	case nb > 0 && nb < runsBase:
+		cmp.Warnings = appendUnique(cmp.Warnings, fmt.Sprintf("no %s in %d of %d base runs", unit, runsBase-nb, runsBase))
+	}
+	return false
 }
 
 // unmatched records the problem of a gated row that one side lacks and

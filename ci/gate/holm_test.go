@@ -14,16 +14,17 @@ import (
 )
 
 // TestHolmChangesVerdict crafts a regression whose p-value (0.0175) passes
-// alpha 0.05 alone but not after Holm–Bonferroni over four gated
-// comparisons (0.0175 * 4 = 0.070 > 0.05): the gate fails without -holm
-// and passes with it.
+// alpha 0.05 alone but not after Holm–Bonferroni over six gated
+// comparisons (two each of fail-ratio, ttft-p99-sec and goodput-req/s:
+// 0.0175 * 6 = 0.105 > 0.05): the gate fails without -holm and passes
+// with it.
 func TestHolmChangesVerdict(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, ttft []float64) string {
 		var b strings.Builder
 		for i, v := range ttft {
-			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=a 1 %v ttft-p99-sec %v goodput-req/s\n", v, 10+0.01*float64(i%3))
-			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=b 1 %v ttft-p99-sec %v goodput-req/s\n", 0.2+0.001*float64(i%4), 10+0.01*float64(i%2))
+			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=a 1 %v ttft-p99-sec %v goodput-req/s 0 fail-ratio\n", v, 10+0.01*float64(i%3))
+			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=b 1 %v ttft-p99-sec %v goodput-req/s 0 fail-ratio\n", 0.2+0.001*float64(i%4), 10+0.01*float64(i%2))
 		}
 		file := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
@@ -37,5 +38,5 @@ func TestHolmChangesVerdict(t *testing.T) {
 	assert.Contains(t, stdout.String(), "FAIL: regression: +9.71%, beyond tolerance +5% (p=0.017)")
 	stdout.Reset()
 	assert.Equal(t, ExitPass, Main(context.Background(), []string{"-holm", base, head}, &stdout, &stderr), stdout.String()+stderr.String())
-	assert.Contains(t, stdout.String(), "+9.71% (p=0.017 n=7)  PASS: no significant change (Holm-adjusted p=0.070 > α=0.05)")
+	assert.Contains(t, stdout.String(), "+9.71% (p=0.017 n=7)  PASS: no significant change (Holm-adjusted p=0.105 > α=0.05)")
 }

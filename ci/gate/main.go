@@ -13,8 +13,8 @@ import (
 // Exit codes of Main.
 const (
 	ExitPass       = 0 // no gated unit regressed
-	ExitRegression = 1 // a gated unit regressed beyond its tolerance
-	ExitBadInput   = 2 // unreadable or mismatched inputs, bad flags or policy, too few runs
+	ExitRegression = 1 // a gated unit regressed beyond its tolerance, or head runs report no value of it
+	ExitBadInput   = 2 // unreadable, non-finite, refused or mismatched inputs, bad flags or policy, too few runs
 )
 
 const usage = `usage: servegate gate [flags] BASE HEAD
@@ -25,9 +25,11 @@ got significantly worse beyond its tolerance. BASE and HEAD are benchfmt
 files (go test -bench output or servegate result files) or directories
 of *.txt, *.bench and *.benchfmt files.
 
-Exit status: 0 pass, 1 regression, 2 bad input (unreadable or mismatched
-inputs, a policy unit no input reports, too few runs to ever detect a
-change).
+Exit status: 0 pass, 1 regression (head runs that report no value of a
+gated unit count as one), 2 bad input (unreadable or mismatched inputs, a
+NaN, an infinity or a negative duration, a run marked interrupted or
+invalid, fewer head runs than base, a policy unit no input reports, too
+few runs to ever detect a change). See ci/README.md for the rule.
 
 The default policy (print it with -print-policy):
 ` + DefaultPolicyYAML + `
@@ -46,7 +48,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	policyFile := fs.String("policy", "", "policy `file` (YAML); default: the built-in policy")
-	alpha := fs.Float64("alpha", 0, "significance level `α` (overrides the policy; default 0.05)")
+	alpha := fs.Float64("alpha", 0.05, "significance level `α`, in (0, 1) (overrides the policy's alpha when given)")
 	holm := fs.Bool("holm", false, "apply the Holm–Bonferroni correction across gated comparisons (or holm: true in the policy)")
 	format := fs.String("format", "text", "stdout `format`: text, markdown or json")
 	mdFile := fs.String("markdown", "", "also write the Markdown report to `file` (for $GITHUB_STEP_SUMMARY or a PR comment)")
@@ -54,6 +56,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	filter := fs.String("filter", "", "benchstat -filter `query`: gate only matching results")
 	ignore := fs.String("ignore", "", "benchstat -ignore `keys`: configuration keys that may differ between base and head")
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
+	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
+	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
 	// Flags may come after BASE and HEAD too: parse, take one positional
 	// argument, parse again. After "--" everything is positional.
 	var files []string
@@ -84,6 +88,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return ExitBadInput
 	}
+	if *merge {
+		return mainMerge(files, *shards, *format, *mdFile, *jsonFile, stdout, fail)
+	}
 	if len(files) != 2 {
 		fs.Usage()
 		return fail(fmt.Errorf("want BASE and HEAD, got %d arguments", len(files)))
@@ -98,7 +105,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	if *alpha != 0 {
+	alphaSet := false
+	fs.Visit(func(f *flag.Flag) { alphaSet = alphaSet || f.Name == "alpha" })
+	if alphaSet {
+		// 0 is no "default" here: at alpha 0 no change could ever be
+		// significant, so the gate would pass everything.
+		if !(*alpha > 0 && *alpha < 1) {
+			why := ""
+			if *alpha == 0 {
+				why = ": at alpha 0 no change is ever significant, so the gate would pass anything"
+			}
+			return fail(fmt.Errorf("-alpha %v: must be in (0, 1), such as 0.05%s", *alpha, why))
+		}
 		pol.Alpha = *alpha
 	}
 	pol.Holm = pol.Holm || *holm

@@ -42,6 +42,10 @@ func TestMainCrafted(t *testing.T) {
 		{name: "within", args: pair("within"), wantExit: ExitPass},
 		{name: "gotest", args: pair("gotest"), wantExit: ExitRegression},
 		{name: "foursamples", args: pair("foursamples"), wantExit: ExitRegression},
+		{name: "allfailed", args: pair("allfailed"), wantExit: ExitRegression},
+		{name: "allfailed-nogoodput", args: pair("allfailed-nogoodput"), wantExit: ExitRegression},
+		{name: "onefailedrun", args: pair("onefailedrun"), wantExit: ExitRegression},
+		{name: "failrise", args: pair("failrise"), wantExit: ExitRegression},
 		{name: "regression-tolerant", args: args([]string{"-policy", "testdata/policy/tolerant.yaml"}, pair("regression")), wantExit: ExitPass},
 		{name: "regression-absolute", args: args([]string{"-policy", "testdata/policy/absolute.yaml"}, pair("regression")), wantExit: ExitPass},
 		{name: "regression-holm", args: args([]string{"-holm"}, pair("regression")), wantExit: ExitRegression},
@@ -55,15 +59,15 @@ func TestMainCrafted(t *testing.T) {
 		{
 			name: "fewsamples", args: pair("fewsamples"), wantExit: ExitBadInput,
 			wantStderr: "gate: too few samples: 3 base and 3 head runs of Scenarios/scenario=chat-poisson ttft-p99-sec, Scenarios/scenario=burst ttft-p99-sec, " +
-				"Scenarios/scenario=chat-poisson goodput-req/s, Scenarios/scenario=burst goodput-req/s: the smallest p-value the Mann-Whitney U test can give " +
+				"Scenarios/scenario=chat-poisson goodput-req/s and 3 more: the smallest p-value the Mann-Whitney U test can give " +
 				"with so few runs is 0.100, above alpha 0.05, so no change could ever be significant; that needs at least 4 runs per side " +
 				"(benchstat's rule: 4 at alpha 0.05), and a 95% confidence interval needs 6; rerun both sides with -count 6 or more\n",
 		},
 		{
 			name: "foursamples-holm", args: args([]string{"-holm"}, pair("foursamples")), wantExit: ExitBadInput,
 			wantStderr: "gate: too few samples: 4 base and 4 head runs of Scenarios/scenario=chat-poisson ttft-p99-sec, Scenarios/scenario=burst ttft-p99-sec, " +
-				"Scenarios/scenario=chat-poisson goodput-req/s, Scenarios/scenario=burst goodput-req/s: the smallest p-value the Mann-Whitney U test can give " +
-				"with so few runs is 0.029, above alpha 0.05 / 4 gated comparisons (Holm) = 0.0125, so no change could ever be significant; that needs at least 5 runs per side " +
+				"Scenarios/scenario=chat-poisson goodput-req/s and 3 more: the smallest p-value the Mann-Whitney U test can give " +
+				"with so few runs is 0.029, above alpha 0.05 / 6 gated comparisons (Holm) = 0.008333, so no change could ever be significant; that needs at least 5 runs per side " +
 				"(benchstat's rule: 4 at alpha 0.05), and a 95% confidence interval needs 6; rerun both sides with -count 6 or more\n",
 		},
 		{
@@ -77,11 +81,11 @@ func TestMainCrafted(t *testing.T) {
 		},
 		{
 			name: "unknown-unit", args: args([]string{"-policy", "testdata/policy/unknown-unit.yaml"}, pair("noise")), wantExit: ExitBadInput,
-			wantStderr: "gate: policy: gated unit \"ttft-p95-sec\" is in neither input (units: goodput-req/s, tok/s, ttft-p99-sec)\n",
+			wantStderr: "gate: policy: gated unit \"ttft-p95-sec\" is in neither input (units: fail-ratio, goodput-req/s, tok/s, ttft-p99-sec)\n",
 		},
 		{
 			name: "optional-absent", args: args([]string{"-policy", "testdata/policy/optional-absent.yaml"}, pair("noise")), wantExit: ExitBadInput,
-			wantStderr: "gate: no gated unit in the inputs: the policy gates itl-p50-sec; the inputs report goodput-req/s, tok/s, ttft-p99-sec\n",
+			wantStderr: "gate: no gated unit in the inputs: the policy gates itl-p50-sec; the inputs report fail-ratio, goodput-req/s, tok/s, ttft-p99-sec\n",
 		},
 		{
 			name: "wrong-sign", args: args([]string{"-policy", "testdata/policy/wrong-sign.yaml"}, pair("noise")), wantExit: ExitBadInput,
@@ -251,6 +255,10 @@ func TestMetadataWins(t *testing.T) {
 	}
 	low := []string{"0.100 ttft-p99-sec 5 score", "0.101 ttft-p99-sec 5 score", "0.099 ttft-p99-sec 5 score", "0.100 ttft-p99-sec 5 score", "0.102 ttft-p99-sec 5 score", "0.098 ttft-p99-sec 5 score"}
 	high := []string{"0.200 ttft-p99-sec 6 score", "0.201 ttft-p99-sec 6 score", "0.199 ttft-p99-sec 6 score", "0.200 ttft-p99-sec 6 score", "0.202 ttft-p99-sec 6 score", "0.198 ttft-p99-sec 6 score"}
+	for i := range low {
+		low[i] += " 0 fail-ratio"
+		high[i] += " 0 fail-ratio"
+	}
 
 	// By default lower TTFT is better, so high -> low passes ...
 	var stdout, stderr bytes.Buffer

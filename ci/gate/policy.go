@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path"
@@ -108,14 +109,19 @@ func ParseTolerance(s string) (Tolerance, error) {
 	return t, nil
 }
 
-// DefaultPolicy returns the policy used when none is given: TTFT and
-// goodput, the two numbers a serving regression shows up in first.
+// DefaultPolicy returns the policy used when none is given: failures,
+// TTFT and goodput, the numbers a serving regression shows up in first.
 //
+//	fail-ratio:    +0 absolute: any significant rise fails (required)
 //	ttft-p99-sec:  5% worse at most, i.e. +5% (required)
 //	goodput-req/s: 5% worse at most, i.e. -5% (optional: only scenarios with SLOs report it)
 //
-// The tolerances are unsigned, so they follow the direction the inputs
-// declare with "Unit X better=...".
+// fail-ratio comes first: a head whose requests fail more often is worse
+// whatever its latencies say, and a run with no successful request
+// reports no latency at all. Its tolerance is absolute (a share of the
+// requests) because the base's ratio is usually 0, from which any
+// relative change is infinite. The other tolerances are unsigned, so
+// they follow the direction the inputs declare with "Unit X better=...".
 //
 // The TTFT tolerance is below 10% so that a 10% slowdown is caught; see
 // the accuracy test for the measured false-fail and detection rates.
@@ -124,6 +130,7 @@ func DefaultPolicy() *Policy {
 		Alpha:      0.05,
 		Confidence: 0.95,
 		Rules: []Rule{
+			{Unit: "fail-ratio", Tolerance: Tolerance{Amount: 0, Sign: 1}},
 			{Unit: "ttft-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}},
 			{Unit: "goodput-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 		},
@@ -132,10 +139,11 @@ func DefaultPolicy() *Policy {
 
 // DefaultPolicyYAML is DefaultPolicy written as a policy file.
 const DefaultPolicyYAML = `# servegate gate policy (the built-in default; servegate gate -print-policy).
-alpha: 0.05          # significance level of each Mann-Whitney U test: significant when p <= alpha
-confidence: 0.95     # level of the ± intervals shown; never changes the verdict
+alpha: 0.05          # significance level of each Mann-Whitney U test, in (0, 1): significant when p <= alpha
+confidence: 0.95     # level of the ± intervals shown, in (0, 1); never changes the verdict
 holm: false          # Holm–Bonferroni correction across the gated comparisons
 gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
+  fail-ratio: +0     # absolute (a share of the requests): any significant rise fails
   ttft-p99-sec: 5%   # may get 5% worse; lower is better, so +5% (a written sign must match)
   goodput-req/s:     # may get 5% worse; higher is better, so -5%
     tolerance: 5%
@@ -161,35 +169,73 @@ type ruleFile struct {
 // ParsePolicy parses a policy file. Gates map a unit (or path.Match
 // pattern) to a tolerance, either directly ("ttft-p99-sec: +10%") or
 // as a mapping with tolerance, better (lower|higher) and optional keys.
+// Errors name the line and the key.
 func ParsePolicy(data []byte) (*Policy, error) {
-	var f policyFile
+	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("parse policy: the policy is empty: want at least a gates: mapping of unit to tolerance (servegate gate -print-policy prints the default)")
+		}
+		return nil, fmt.Errorf("parse policy: %w", err)
+	}
+	var f policyFile
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&f); err != nil {
 		return nil, fmt.Errorf("parse policy: %w", err)
 	}
 	p := &Policy{Alpha: 0.05, Confidence: 0.95, Holm: f.Holm}
-	if f.Alpha != nil {
-		p.Alpha = *f.Alpha
+	var errs []error
+	level := func(key string, v *float64, dst *float64, example string) {
+		if v == nil {
+			return
+		}
+		*dst = *v
+		if !(*v > 0 && *v < 1) {
+			errs = append(errs, fmt.Errorf("line %d: %s: %v is out of range: must be in (0, 1), such as %s", keyLine(&doc, key), key, *v, example))
+		}
 	}
-	if f.Confidence != nil {
-		p.Confidence = *f.Confidence
+	level("alpha", f.Alpha, &p.Alpha, "0.05")
+	level("confidence", f.Confidence, &p.Confidence, "0.95")
+	switch {
+	case f.Gates.Kind == 0:
+		errs = append(errs, errors.New("gates: missing: want a mapping of unit to tolerance, such as \"gates: {ttft-p99-sec: 5%}\" (servegate gate -print-policy prints the default)"))
+	case f.Gates.Kind != yaml.MappingNode:
+		errs = append(errs, fmt.Errorf("line %d: gates: want a mapping of unit to tolerance", f.Gates.Line))
 	}
-	if f.Gates.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("parse policy: line %d: gates: want a mapping of unit to tolerance", f.Gates.Line)
-	}
-	for i := 0; i+1 < len(f.Gates.Content); i += 2 {
+	for i := 0; f.Gates.Kind == yaml.MappingNode && i+1 < len(f.Gates.Content); i += 2 {
 		k, v := f.Gates.Content[i], f.Gates.Content[i+1]
 		r, err := parseRule(k.Value, v)
 		if err != nil {
-			return nil, fmt.Errorf("parse policy: line %d: gates: %s: %w", k.Line, k.Value, err)
+			errs = append(errs, fmt.Errorf("line %d: gates: %s: %w", k.Line, k.Value, err))
+			continue
 		}
 		p.Rules = append(p.Rules, r)
 	}
-	if err := p.Validate(); err != nil {
+	if len(errs) == 0 {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("parse policy: %w", err)
 	}
 	return p, nil
+}
+
+// keyLine returns the line of a top-level key of a document, or 0.
+func keyLine(doc *yaml.Node, key string) int {
+	m := doc
+	if m.Kind == yaml.DocumentNode && len(m.Content) == 1 {
+		m = m.Content[0]
+	}
+	for i := 0; m.Kind == yaml.MappingNode && i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return 0
 }
 
 func parseRule(unit string, v *yaml.Node) (Rule, error) {

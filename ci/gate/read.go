@@ -72,10 +72,19 @@ type cell struct {
 	residue map[benchproc.Key]bool
 }
 
+// runKey locates the runs of one benchmark under one file configuration
+// (a table key without its unit), to count the runs that report no value
+// of a unit.
+type runKey struct {
+	config string
+	row    benchproc.Key
+}
+
 // inputs is everything read from the two sides.
 type inputs struct {
 	cells    map[cellKey]*cell
-	tables   []benchproc.Key // sorted as benchstat sorts them
+	runs     map[runKey]*[2]int // result lines per side: [0] base, [1] head
+	tables   []benchproc.Key    // sorted as benchstat sorts them
 	rows     []benchproc.Key
 	unit     *benchproc.Field
 	units    benchfmt.UnitMetadataMap
@@ -110,6 +119,12 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 	if _, err := parser.Parse(ignore, flt); err != nil {
 		return nil, fmt.Errorf("parse ignore: %w", err)
 	}
+	// The run markers are verdicts on a run, not its configuration: the
+	// lines they refuse never get here, and "interrupted: false" in head
+	// matches a base that never wrote the key.
+	if _, err := parser.Parse(markerKeys(ignore), flt); err != nil {
+		return nil, fmt.Errorf("parse ignore: %w", err)
+	}
 	residueBy := parser.Residue()
 
 	baseFiles, err := expand(base)
@@ -128,20 +143,31 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 		paths = append(paths, sideHead+"="+f)
 	}
 
-	in := &inputs{cells: map[cellKey]*cell{}, unit: unitField, seen: map[string]bool{}}
+	in := &inputs{cells: map[cellKey]*cell{}, runs: map[runKey]*[2]int{}, unit: unitField, seen: map[string]bool{}}
 	tables, rows := map[benchproc.Key]bool{}, map[benchproc.Key]bool{}
 	count := map[string]int{}
+	bad, refused := rejects{why: badValues}, rejects{why: refusedRuns}
 	files := benchfmt.Files{Paths: paths, AllowLabels: true}
 	for files.Scan() {
 		switch rec := files.Result().(type) {
 		case *benchfmt.SyntaxError:
 			in.warnings = append(in.warnings, rec.Error())
 		case *benchfmt.Result:
+			// Bad numbers are refused wherever they are, filtered
+			// out or not: nothing non-finite may reach the statistics.
+			if msg := badValue(rec); msg != "" {
+				bad.add(rec, msg)
+				continue
+			}
 			ok, err := flt.Apply(rec)
 			if !ok {
 				if err != nil {
 					in.warnings = append(in.warnings, err.Error())
 				}
+				continue
+			}
+			if msg := unusable(rec); msg != "" {
+				refused.add(rec, msg)
 				continue
 			}
 			side := string(rec.GetConfig(".file"))
@@ -150,6 +176,9 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 			residue := residueBy.Project(rec)
 			rows[rowKey] = true
 			for i, tk := range tableBy.ProjectValues(rec) {
+				if i == 0 {
+					in.countRun(tk, rowKey, side)
+				}
 				tables[tk] = true
 				in.seen[rec.Values[i].Unit] = true
 				k := cellKey{tk, rowKey}
@@ -170,6 +199,9 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 	if err := files.Err(); err != nil {
 		return nil, fmt.Errorf("read inputs: %w", err)
 	}
+	if err := errors.Join(bad.err(), refused.err()); err != nil {
+		return nil, err
+	}
 	if count[sideBase] == 0 {
 		return nil, fmt.Errorf("read base: %s: no benchmark results", strings.Join(baseFiles, ", "))
 	}
@@ -179,6 +211,39 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 	in.units = files.Units()
 	in.tables, in.rows = sortedKeys(tables), sortedKeys(rows)
 	return in, nil
+}
+
+// countRun counts one result line of the benchmark row under the file
+// configuration of table key tk.
+func (in *inputs) countRun(tk, row benchproc.Key, side string) {
+	k := runKey{configString(in.config(tk)), row}
+	n := in.runs[k]
+	if n == nil {
+		n = new([2]int)
+		in.runs[k] = n
+	}
+	if side == sideHead {
+		n[1]++
+	} else {
+		n[0]++
+	}
+}
+
+// runCount returns how many result lines of row under table key tk
+// each side has, whatever units they report.
+func (in *inputs) runCount(tk, row benchproc.Key) (base, head int) {
+	if n := in.runs[runKey{configString(in.config(tk)), row}]; n != nil {
+		return n[0], n[1]
+	}
+	return 0, 0
+}
+
+func configString(kv []KeyValue) string {
+	var b strings.Builder
+	for _, c := range kv {
+		fmt.Fprintf(&b, "%s\x00%s\x00", c.Key, c.Value)
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[benchproc.Key]bool) []benchproc.Key {

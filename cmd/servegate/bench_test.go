@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,7 +42,9 @@ func TestResultPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, resultPath(&tc.a, date))
+			info := flagsPlan(&tc.a, &benchPlan{}, io.Discard).Info
+			info.Date = date
+			assert.Equal(t, tc.want, resultPath(&tc.a, info))
 		})
 	}
 }
@@ -202,9 +205,22 @@ func TestBenchMissingTokenizer(t *testing.T) {
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	t.Setenv("HF_HUB_CACHE", t.TempDir())
 	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"bench", "--model", "org/not-cached", "--target", "inproc"}, &bytes.Buffer{}, &stderr)
+	code := run(context.Background(), []string{"bench", "--model", "org/not-cached", "--base-url", "http://127.0.0.1:1"}, &bytes.Buffer{}, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "load tokenizer org/not-cached")
+}
+
+// A simulator target with no --tokenizer takes the bundled Llama-3
+// tokenizer when the model's is not cached, says so, and downloads nothing.
+func TestBenchSimulatorBundledTokenizer(t *testing.T) {
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:1") // a download attempt would fail loudly
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--model", "servegate/sim", "--target", "inproc",
+		"--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "4", "--no-plot"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "uses the bundled Llama-3 tokenizer")
+	assert.Contains(t, stdout.String(), "Successful requests:                     3 ")
 }
 
 // TestBenchResultKeysMatchVLLM runs servegate bench with the flags that

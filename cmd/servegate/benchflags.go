@@ -3,29 +3,25 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+
+	"github.com/servegate/servegate/benchtest/scenario"
 )
 
-// backends are vllm bench serve's --backend choices (vLLM v0.13).
-var backends = []string{
+// vllmBackends are vllm bench serve's --backend choices (vLLM v0.13), so
+// that argparse accepts and rejects what vLLM's does; servegate implements
+// client.Backends of them and says so for the others.
+var vllmBackends = []string{
 	"vllm", "openai", "openai-chat", "openai-audio", "openai-embeddings",
 	"openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec",
 	"infinity-embeddings", "infinity-embeddings-clip", "vllm-pooling", "vllm-rerank",
 }
 
-// supportedBackends are the backends servegate's client implements.
-var supportedBackends = []string{"vllm", "openai", "openai-chat", "openai-embeddings", "vllm-rerank"}
-
-// openAICompatible are the backends vLLM sends sampling parameters to.
-var openAICompatible = []string{"vllm", "openai", "openai-chat"}
-
-// datasetNames are the --dataset-name choices (vLLM v0.13).
-var datasetNames = []string{
+// vllmDatasets are vllm bench serve's --dataset-name choices (vLLM v0.13);
+// servegate implements dataset.Names of them.
+var vllmDatasets = []string{
 	"sharegpt", "burstgpt", "sonnet", "random", "random-mm", "random-rerank",
 	"hf", "custom", "prefix_repetition", "spec_bench", "txt-slices",
 }
-
-// targets are servegate's --target choices.
-var targets = []string{"url", "inproc", "sim", "vllm"}
 
 // benchArgs holds every flag of servegate bench. Pointer fields are
 // vLLM's None defaults.
@@ -120,6 +116,10 @@ type benchArgs struct {
 	NoPlot            bool
 	RequestTimeoutSec float64
 	MaxDurationSec    float64
+	WarmConnections   bool
+	MaxLineBytes      int
+	Shard             *string
+	StartAt           *string
 }
 
 const (
@@ -154,7 +154,7 @@ func addDatasetFlags(p *argParser, a *benchArgs) {
 	g := groupDataset
 	p.intVar(&a.Seed, "seed", 0, g, "Random seed.")
 	p.intVar(&a.NumPrompts, "num-prompts", 1000, g, "Number of prompts to process.")
-	p.stringVar(&a.DatasetName, "dataset-name", "random", g, "Name of the dataset to benchmark on.").choices = datasetNames
+	p.stringVar(&a.DatasetName, "dataset-name", "random", g, "Name of the dataset to benchmark on.").choices = vllmDatasets
 	p.boolVar(&a.NoStream, "no-stream", g, "Do not load the dataset in streaming mode.")
 	p.optStringVar(&a.DatasetPath, "dataset-path", g, "Path to the sharegpt/sonnet dataset, the HF dataset ID if using HF dataset, or the path to a txt file for the txt-slices dataset.")
 	p.boolVar(&a.NoOversample, "no-oversample", g, "Do not oversample if the dataset has fewer samples than num-prompts.")
@@ -197,7 +197,7 @@ func addDatasetFlags(p *argParser, a *benchArgs) {
 func addServingFlags(p *argParser, a *benchArgs) {
 	g := groupServing
 	p.optStringVar(&a.Label, "label", g, "The label (prefix) of the benchmark results. If not specified, the value of '--backend' will be used as the label.")
-	p.stringVar(&a.Backend, "backend", "openai", g, "The type of backend or endpoint to use for the benchmark.").choices = backends
+	p.stringVar(&a.Backend, "backend", "openai", g, "The type of backend or endpoint to use for the benchmark.").choices = vllmBackends
 	p.optStringVar(&a.BaseURL, "base-url", g, "Server or API base url if not using http host and port.")
 	p.stringVar(&a.Host, "host", "127.0.0.1", g, "Server host.")
 	p.intVar(&a.Port, "port", 8000, g, "Server port.")
@@ -250,12 +250,16 @@ func addSamplingFlags(p *argParser, a *benchArgs) {
 func addServegateFlags(p *argParser, a *benchArgs) {
 	g := groupServegate
 	p.optStringVar(&a.Scenario, "scenario", g, "Run a scenario file (dataset, arrival pattern, SLOs); command-line flags given explicitly override it.")
-	p.stringVar(&a.Target, "target", "url", g, "What to benchmark: url = an existing server at --base-url or --host/--port (as vLLM); inproc = servegate's simulator in this process; sim = the simulator container; vllm = a vLLM CPU container.").choices = targets
+	p.stringVar(&a.Target, "target", "url", g, "What to benchmark: url = an existing server at --base-url or --host/--port (as vLLM); inproc = servegate's simulator in this process; sim = the simulator container; vllm = a vLLM CPU container.").choices = scenario.TargetKinds
 	p.optStringVar(&a.Report, "report", g, "Write a self-contained HTML report to this file.")
 	p.boolVar(&a.Progress, "progress", g, "Show the progress bar even when output is not a terminal.")
 	p.boolVar(&a.NoPlot, "no-plot", g, "Do not print the terminal plots of output tokens/s and concurrent requests.")
 	p.floatVar(&a.RequestTimeoutSec, "request-timeout-sec", 6*60*60, g, "Timeout of one request in seconds (vLLM's aiohttp session uses 6 hours).")
+	p.boolVar(&a.WarmConnections, "warm-connections", g, "Open one connection per request that can be in flight at once (--max-concurrency, else every request; at most 4096) before the run starts, so that TTFT does not include connection set-up. vLLM opens connections as requests go out, which is the default here too; scenarios warm by default.")
+	p.intVar(&a.MaxLineBytes, "max-line-bytes", 0, g, "Fail a request whose server sends one SSE line longer than this many bytes (line_too_long) and close its stream; 0 means 1 MiB, at most 1 GiB.")
 	p.floatVar(&a.MaxDurationSec, "max-duration-sec", 0, g, "Stop the run after this many seconds (requests in flight end as canceled, unsent ones are left out of the summary); 0 means no limit.")
+	p.optStringVar(&a.Shard, "shard", g, "i/N (i from 1): send only every N-th request of the schedule, starting with request i-1, at the full schedule's times; N processes with the same flags send the whole run once. Needs --start-at; merge the results with 'servegate merge'.")
+	p.optStringVar(&a.StartAt, "start-at", g, "Start the schedule at this wall-clock time (RFC 3339, e.g. 2026-12-01T20:00:00Z), after the ready check and warm-ups, so that every --shard starts together.")
 }
 
 func randomHex(n int) string {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
 )
 
 func TestParseBenchDefaults(t *testing.T) {
@@ -211,4 +214,11 @@ func TestBenchHelpListsVLLMFlags(t *testing.T) {
 	} {
 		assert.Contains(t, stdout.String(), "\n  "+flag+" ", flag)
 	}
+}
+
+// servegate's own word lists are subsets of vLLM's argparse choices, so a
+// name servegate implements is never refused by the parser.
+func TestWordListsWithinVLLMChoices(t *testing.T) {
+	assert.Subset(t, vllmBackends, client.Backends)
+	assert.Subset(t, vllmDatasets, dataset.Names)
 }

@@ -6,26 +6,25 @@ import (
 	"os"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest"
+	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
-	"github.com/servegate/servegate/benchtest/scenario"
 )
 
 // writeHTMLReport writes --report.
-func (r *benchRun) writeHTMLReport(path string, tgt *benchTarget, res *engine.Result, console report.ConsoleSummary, info metrics.RunInfo, verdicts []scenario.Verdict) error {
-	a := r.args
-	title := fmt.Sprintf("servegate bench: %s on %s", a.Model, tgt.Kind)
-	if r.scenario != nil {
-		title = fmt.Sprintf("servegate bench: scenario %s, %s on %s", r.scenario.Name, a.Model, tgt.Kind)
+func (r *benchRun) writeHTMLReport(path string, o *benchtest.Outcome, console report.ConsoleSummary, info metrics.RunInfo) error {
+	title := fmt.Sprintf("servegate bench: %s on %s", info.ModelID, o.Target.Kind)
+	if r.plan.Name != "" {
+		title = fmt.Sprintf("servegate bench: scenario %s, %s on %s", r.plan.Name, info.ModelID, o.Target.Kind)
 	}
 	return writeHTMLFile(path, report.HTMLReport{
 		Title:     title,
-		Generated: res.Start.Add(res.Duration),
-		Settings:  r.reportSettings(tgt, info),
-		Records:   res.Records,
+		Generated: o.Result.Start.Add(o.Result.Duration),
+		Settings:  r.reportSettings(o.Target, info),
+		Records:   o.Result.Records,
 		Summary:   console,
-		SLOs:      verdicts,
+		SLOs:      o.Verdicts,
 	})
 }
 
@@ -44,40 +43,41 @@ func writeHTMLFile(path string, rep report.HTMLReport) error {
 }
 
 // reportSettings lists the run's configuration for the HTML report.
-func (r *benchRun) reportSettings(tgt *benchTarget, info metrics.RunInfo) []report.ReportSetting {
-	a := r.args
+func (r *benchRun) reportSettings(tgt *benchtest.Target, info metrics.RunInfo) []report.ReportSetting {
+	p := r.plan
+	e := p.Engine
 	s := []report.ReportSetting{
 		{Name: "target", Value: tgt.Kind},
 		{Name: "base URL", Value: tgt.BaseURL},
-		{Name: "backend / endpoint", Value: a.Backend + " " + a.Endpoint},
-		{Name: "model", Value: a.Model},
-		{Name: "tokenizer", Value: r.plan.TokenizerID},
-		{Name: "dataset", Value: datasetDescription(a)},
-		{Name: "num prompts", Value: fmt.Sprint(a.NumPrompts)},
-		{Name: "seed", Value: fmt.Sprint(a.Seed)},
+		{Name: "backend / endpoint", Value: e.Backend + " " + e.Endpoint},
+		{Name: "model", Value: info.ModelID},
+		{Name: "tokenizer", Value: info.TokenizerID},
+		{Name: "dataset", Value: datasetDescription(p.Dataset)},
+		{Name: "num prompts", Value: fmt.Sprint(info.NumPrompts)},
+		{Name: "seed", Value: fmt.Sprint(p.Dataset.Seed)},
 	}
 	if tgt.Image != "" {
 		s = append(s, report.ReportSetting{Name: "image", Value: tgt.Image})
 	}
-	if a.RampUpStrategy != nil {
-		s = append(s, report.ReportSetting{Name: "ramp-up", Value: fmt.Sprintf("%s %d → %d req/s", *a.RampUpStrategy, *a.RampUpStartRPS, *a.RampUpEndRPS)})
+	if ru := e.RampUp; ru != nil {
+		s = append(s, report.ReportSetting{Name: "ramp-up", Value: fmt.Sprintf("%s %d → %d req/s", ru.Strategy, int(ru.StartRPS), int(ru.EndRPS))})
 	} else {
-		rate := metrics.PyFloat(a.RequestRate) + " req/s"
-		if math.IsInf(a.RequestRate, 1) {
+		rate := metrics.PyFloat(e.RequestRate) + " req/s"
+		if math.IsInf(e.RequestRate, 1) {
 			rate = "inf (all at once)"
 		}
 		s = append(s, report.ReportSetting{Name: "request rate", Value: rate})
 	}
-	s = append(s, report.ReportSetting{Name: "burstiness", Value: metrics.PyFloat(a.Burstiness)})
+	s = append(s, report.ReportSetting{Name: "burstiness", Value: metrics.PyFloat(e.Burstiness)})
 	conc := "none"
-	if a.MaxConcurrency != nil {
-		conc = fmt.Sprint(*a.MaxConcurrency)
+	if e.MaxConcurrency > 0 {
+		conc = fmt.Sprint(e.MaxConcurrency)
 	}
 	s = append(s, report.ReportSetting{Name: "max concurrency", Value: conc})
-	if len(r.plan.Goodput) > 0 {
+	if len(p.Summary.Goodput) > 0 {
 		var parts []string
 		for _, k := range []string{"ttft", "tpot", "e2el"} {
-			if v, ok := r.plan.Goodput[k]; ok {
+			if v, ok := p.Summary.Goodput[k]; ok {
 				parts = append(parts, fmt.Sprintf("%s ≤ %s ms", k, metrics.PyFloat(v)))
 			}
 		}
@@ -93,20 +93,21 @@ func (r *benchRun) reportSettings(tgt *benchTarget, info metrics.RunInfo) []repo
 	return s
 }
 
-func datasetDescription(a *benchArgs) string {
-	switch a.DatasetName {
-	case "random":
-		d := fmt.Sprintf("random (input %d, output %d tokens", a.RandomInputLen, a.RandomOutputLen)
-		if a.RandomRangeRatio > 0 {
-			d += fmt.Sprintf(", range ratio %s", metrics.PyFloat(a.RandomRangeRatio))
+func datasetDescription(d dataset.Spec) string {
+	switch d.Name {
+	case "", dataset.Random:
+		r := d.Random
+		desc := fmt.Sprintf("random (input %d, output %d tokens", r.InputLen, r.OutputLen)
+		if r.RangeRatio > 0 {
+			desc += fmt.Sprintf(", range ratio %s", metrics.PyFloat(r.RangeRatio))
 		}
-		if a.RandomPrefixLen > 0 {
-			d += fmt.Sprintf(", prefix %d", a.RandomPrefixLen)
+		if r.PrefixLen > 0 {
+			desc += fmt.Sprintf(", prefix %d", r.PrefixLen)
 		}
-		return d + ")"
+		return desc + ")"
 	}
-	if a.DatasetPath != nil {
-		return a.DatasetName + " (" + *a.DatasetPath + ")"
+	if d.Path != "" {
+		return d.Name + " (" + d.Path + ")"
 	}
-	return a.DatasetName
+	return d.Name
 }

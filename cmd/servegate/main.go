@@ -4,6 +4,7 @@
 //	servegate sim ...     the vLLM-compatible simulator server
 //	servegate gate ...    compare benchmark results and fail on regressions
 //	servegate report ...  summarise a saved detailed result again
+//	servegate merge ...   merge the detailed results of a sharded run
 //
 // Run `servegate <command> --help` for each command's flags.
 package main
@@ -28,6 +29,7 @@ commands:
   sim     run the vLLM-compatible simulator server
   gate    compare base and head benchmark results; fail on a regression
   report  summarise a saved detailed result again (console, plots, HTML)
+  merge   merge the shards' detailed results of one run (bench --shard)
 
 Run 'servegate <command> --help' for the flags of a command.
 `
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runGate(ctx, args[1:], stdout, stderr)
 	case "report":
 		return runReport(ctx, args[1:], stdout, stderr)
+	case "merge":
+		return runMerge(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "servegate: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -4,64 +4,35 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/metrics"
 )
-
-// runInfo is the header of the result JSON.
-func (r *benchRun) runInfo(res *engine.Result) metrics.RunInfo {
-	a := r.args
-	now := time.Now
-	if r.now != nil {
-		now = r.now
-	}
-	info := metrics.RunInfo{
-		Date:        now().Format("20060102-150405"),
-		Backend:     a.Backend,
-		ModelID:     a.Model,
-		TokenizerID: r.plan.TokenizerID,
-		NumPrompts:  a.NumPrompts,
-		RequestRate: a.RequestRate,
-		Burstiness:  a.Burstiness,
-		RPSChanges:  res.RPSChanges,
-	}
-	if a.Label != nil {
-		info.Label = *a.Label
-	}
-	for _, kv := range r.plan.Metadata {
-		info.Metadata = append(info.Metadata, [2]string{kv.Key, kv.Value})
-	}
-	if a.MaxConcurrency != nil {
-		info.MaxConcurrency = *a.MaxConcurrency
-	}
-	if a.RampUpStrategy != nil {
-		info.RampUpStrategy = *a.RampUpStrategy
-		info.RampUpStartRPS, info.RampUpEndRPS = *a.RampUpStartRPS, *a.RampUpEndRPS
-	}
-	return info
-}
 
 // resultPath names the result file as vLLM does:
 // {label}-{rate}qps[-concurrency{n}]-{model}-{date}.json, or
 // {label}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{n}]-{model}-{date}.json,
 // unless --result-filename is given; under --result-dir when given.
-func resultPath(a *benchArgs, date string) string {
-	label := a.Backend
-	if a.Label != nil && *a.Label != "" {
-		label = *a.Label
+func resultPath(a *benchArgs, info metrics.RunInfo) string {
+	label := info.Backend
+	if info.Label != "" {
+		label = info.Label
 	}
-	model := a.Model[strings.LastIndex(a.Model, "/")+1:]
+	model := info.ModelID[strings.LastIndex(info.ModelID, "/")+1:]
 	conc := ""
-	if a.MaxConcurrency != nil {
-		conc = fmt.Sprintf("-concurrency%d", *a.MaxConcurrency)
+	if info.MaxConcurrency > 0 {
+		conc = fmt.Sprintf("-concurrency%d", info.MaxConcurrency)
 	}
 	var name string
-	if a.RampUpStrategy != nil {
-		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, *a.RampUpStrategy, *a.RampUpStartRPS, *a.RampUpEndRPS, conc, model, date)
+	if info.RampUpStrategy != "" {
+		name = fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", label, info.RampUpStrategy, info.RampUpStartRPS, info.RampUpEndRPS, conc, model, info.Date)
 	} else {
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, metrics.PyFloat(a.RequestRate), conc, model, date)
+		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, metrics.PyFloat(info.RequestRate), conc, model, info.Date)
+	}
+	for _, kv := range info.Metadata {
+		if kv[0] == "shard" { // shards of one run must not overwrite each other
+			name = strings.TrimSuffix(name, ".json") + "-shard" + strings.Replace(kv[1], "/", "of", 1) + ".json"
+		}
 	}
 	if a.ResultFilename != nil && *a.ResultFilename != "" {
 		name = *a.ResultFilename
@@ -74,14 +45,14 @@ func resultPath(a *benchArgs, date string) string {
 
 // saveResult writes the result JSON (and the PyTorch records when
 // $SAVE_TO_PYTORCH_BENCHMARK_FORMAT asks for them).
-func (r *benchRun) saveResult(sum *metrics.Summary, info metrics.RunInfo) error {
+func (r *benchRun) saveResult(o *benchtest.Outcome, info metrics.RunInfo) error {
 	a := r.args
-	path := resultPath(a, info.Date)
-	if err := metrics.WriteResult(path, sum.ResultJSON(info, a.SaveDetailed), a.AppendResult); err != nil {
+	path := resultPath(a, info)
+	if err := metrics.WriteResult(path, o.ResultJSON(info, a.SaveDetailed), a.AppendResult); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.stdout, "Saved result: %s\n", path)
-	if pt := sum.PytorchRecords(info, a.SaveDetailed, r.parser.values()); pt != nil {
+	if pt := o.Summary.PytorchRecords(info, a.SaveDetailed, r.parser.values()); pt != nil {
 		if err := metrics.WriteResult(metrics.PytorchPath(path), pt, false); err != nil {
 			return err
 		}

@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest"
+	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/fixtures"
 )
 
@@ -44,64 +47,84 @@ slo:
   goodput: {ttft: 500}
   bounds: ["failed == 0"]
 `)
-	scs, err := loadScenarios(path)
-	require.NoError(t, err)
-	require.Len(t, scs, 1)
-	args, err := scenarioArgs(scs[0])
-	require.NoError(t, err)
-	a, plan, _, err := parseBench(args)
-	require.NoError(t, err, strings.Join(args, " "))
+	plan := scenarioPlanOf(t, path)
+	e, d := plan.Engine, plan.Dataset
 
-	assert.Equal(t, "ramp", *a.Label)
-	assert.Equal(t, "inproc", a.Target)
-	assert.Equal(t, "org/m", a.Model)
-	assert.Equal(t, tok, *a.Tokenizer)
-	assert.Equal(t, "openai-chat", a.Backend)
-	assert.Equal(t, "/v1/chat/completions", a.Endpoint)
-	assert.Equal(t, 40, a.NumPrompts)
-	assert.Equal(t, 3, a.Seed)
-	assert.Equal(t, 100, a.RandomInputLen)
-	assert.Equal(t, 20, a.RandomOutputLen)
-	assert.Equal(t, 0.25, a.RandomRangeRatio)
-	assert.True(t, math.IsInf(a.RequestRate, 1), "ramp-up leaves --request-rate at inf, as vLLM requires")
-	assert.Equal(t, "linear", *a.RampUpStrategy)
-	assert.Equal(t, 1, *a.RampUpStartRPS)
-	assert.Equal(t, 9, *a.RampUpEndRPS)
-	assert.Equal(t, 6, *a.MaxConcurrency)
-	assert.Equal(t, 2, a.NumWarmups)
-	assert.Equal(t, 30.0, a.RequestTimeoutSec)
-	assert.Equal(t, 90.0, a.MaxDurationSec)
-	assert.Equal(t, 5, a.ReadyCheckTimeoutSec)
-	assert.Equal(t, 0.5, *a.Temperature)
-	assert.Equal(t, 4, *a.TopK)
-	assert.Equal(t, map[string]string{"x-a": "1"}, plan.Headers)
-	assert.Equal(t, map[string]any{"enable_thinking": false}, a.ExtraBody["chat_template_kwargs"])
-	assert.Equal(t, []string{"ttft", "e2el"}, plan.PercentileMetrics)
-	assert.Equal(t, []float64{50, 99.9}, plan.Percentiles)
-	assert.Equal(t, map[string]float64{"ttft": 500}, plan.Goodput)
+	assert.Equal(t, "ramp", plan.Name)
+	assert.Equal(t, "ramp", plan.Info.Label)
+	assert.Equal(t, "inproc", plan.Target.Kind)
+	assert.Equal(t, "org/m", plan.Target.Model)
+	assert.Equal(t, "gpu-8b", plan.Target.Profile)
+	assert.Equal(t, tok, plan.Tokenizer)
+	assert.False(t, plan.Hub.Download, "scenarios never download")
+	assert.Equal(t, "openai-chat", e.Backend)
+	assert.Equal(t, "/v1/chat/completions", e.Endpoint)
+	assert.Equal(t, 40, d.NumPrompts)
+	assert.Equal(t, int64(3), d.Seed)
+	assert.Equal(t, 100, d.Random.InputLen)
+	assert.Equal(t, 20, d.Random.OutputLen)
+	assert.Equal(t, 0.25, d.Random.RangeRatio)
+	assert.True(t, math.IsInf(e.RequestRate, 1), "ramp-up leaves the request rate at inf, as vLLM requires")
+	require.NotNil(t, e.RampUp)
+	assert.Equal(t, "linear", e.RampUp.Strategy)
+	assert.Equal(t, 1.0, e.RampUp.StartRPS)
+	assert.Equal(t, 9.0, e.RampUp.EndRPS)
+	assert.Equal(t, 6, e.MaxConcurrency)
+	assert.Equal(t, 2, e.NumWarmups)
+	assert.Equal(t, 30*time.Second, e.RequestTimeout)
+	assert.Equal(t, 90*time.Second, e.MaxDuration)
+	assert.Equal(t, 5*time.Second, e.ReadyTimeout)
+	assert.Equal(t, 0.5, *e.Sampling.Temperature)
+	assert.Equal(t, 4, *e.Sampling.TopK)
+	assert.Equal(t, map[string]string{"x-a": "1"}, e.Headers)
+	assert.Equal(t, map[string]any{"enable_thinking": false}, e.ExtraBody["chat_template_kwargs"])
+	assert.Equal(t, []string{"ttft", "e2el"}, plan.Summary.PercentileMetrics)
+	assert.Equal(t, []float64{50, 99.9}, plan.Summary.Percentiles)
+	assert.Equal(t, map[string]float64{"ttft": 500}, plan.Summary.Goodput)
+	assert.Equal(t, "ramp-", e.RequestIDPrefix)
 
-	knobs, err := scs[0].Target.SimKnobs()
+	knobs, err := plan.Target.SimKnobs()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"max_num_seqs": "4"}, knobs)
 }
 
-func TestScenarioFlag(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-		ok   bool
-	}{
-		{[]string{"--scenario", "a.yaml"}, "a.yaml", true},
-		{[]string{"--model", "m", "--scenario=b.yaml"}, "b.yaml", true},
-		{[]string{"--model", "m"}, "", false},
-		{[]string{"--scen", "d.yaml"}, "d.yaml", true},
-		{[]string{"--model", "--scenario"}, "", false},
-		{[]string{"--", "--scenario", "c.yaml"}, "", false},
-	} {
-		got, ok := scenarioFlag(tc.args)
-		assert.Equal(t, tc.ok, ok, tc.args)
-		assert.Equal(t, tc.want, got, tc.args)
-	}
+// scenarioPlanOf plans the one scenario of a file as `servegate bench
+// --scenario FILE extra...` does.
+func scenarioPlanOf(t *testing.T, path string, extra ...string) *benchtest.Plan {
+	t.Helper()
+	a, fp, p, err := parseBench(append([]string{"--scenario", path}, extra...))
+	require.NoError(t, err)
+	plans, err := scenarioPlans(*a.Scenario, a, fp, p)
+	require.NoError(t, err)
+	require.Len(t, plans, 1)
+	return plans[0]
+}
+
+// The two front doors build the same Plan from the same file: no flag
+// default leaks into a scenario run, and flags given do apply.
+func TestScenarioDoorsAgree(t *testing.T) {
+	path := writeScenario(t, `
+name: same
+target: {kind: inproc, profile: gpu-8b}
+backend: openai-chat
+dataset: {name: random, num_prompts: 12, input_len: 48, output_len: 6, seed: 5}
+load: {request_rate: 50, burstiness: 0.5, max_concurrency: 4, ready_timeout: 1500ms}
+slo: {bounds: ["failed == 0"]}
+`)
+	scs, err := scenario.LoadFile(path)
+	require.NoError(t, err)
+	sc, err := scs[0].Override(scenario.EnvFromOS())
+	require.NoError(t, err)
+	assert.Equal(t, benchtest.NewPlan(sc), scenarioPlanOf(t, path))
+	assert.Equal(t, 1500*time.Millisecond, scenarioPlanOf(t, path).Engine.ReadyTimeout, "sub-second timeouts are kept")
+
+	over := scenarioPlanOf(t, path, "--num-prompts", "7", "--request-rate", "9", "--label", "x", "--tokenizer", "bert")
+	want := benchtest.NewPlan(sc)
+	want.Dataset.NumPrompts, want.Info.NumPrompts = 7, 7
+	want.Engine.RequestRate, want.Info.RequestRate = 9, 9
+	want.Info.Label = "x"
+	want.Tokenizer, want.Info.TokenizerID, want.Hub, want.Target.Tokenizer = "bert", "bert", cliHub(), "bert"
+	assert.Equal(t, want, over)
 }
 
 // TestBenchScenarioInproc runs a scenario file end to end: explicit flags
@@ -145,4 +168,43 @@ func TestBenchScenarioErrors(t *testing.T) {
 	code = run(context.Background(), []string{"bench", "--scenario", path}, &bytes.Buffer{}, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "s.yaml:2")
+}
+
+// Both doors run the same file against the in-process simulator and write
+// result JSON with the same keys and the same request ids.
+func TestScenarioDoorsSameResult(t *testing.T) {
+	path := writeScenario(t, `
+name: doors
+target: {kind: inproc}
+dataset: {num_prompts: 8, input_len: 32, output_len: 4, seed: 2}
+load: {request_rate: 200, max_concurrency: 4}
+slo: {bounds: ["failed == 0"]}
+`)
+	outDir := t.TempDir()
+	t.Setenv(scenario.EnvOut, outDir)
+	scs, err := scenario.LoadFile(path)
+	require.NoError(t, err)
+	benchtest.Run(t, scs[0])
+	viaTest, err := os.ReadFile(filepath.Join(outDir, "doors.test.1.json"))
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--scenario", path, "--save-result", "--save-detailed",
+		"--result-filename", "cli.json", "--result-dir", dir, "--no-plot"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	viaCLI, err := os.ReadFile(filepath.Join(dir, "cli.json"))
+	require.NoError(t, err)
+
+	assert.Equal(t, jsonKeys(t, viaTest), jsonKeys(t, viaCLI))
+	ids := func(data []byte) []string {
+		var r struct {
+			IDs []string `json:"request_ids"`
+		}
+		require.NoError(t, json.Unmarshal(data, &r))
+		return r.IDs
+	}
+	require.Len(t, ids(viaTest), 8)
+	assert.Equal(t, "doors-0", ids(viaTest)[0])
+	assert.ElementsMatch(t, ids(viaTest), ids(viaCLI))
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/containers/simulator"
 )
 
 const simUsage = `usage: servegate sim [flags]
@@ -21,8 +21,8 @@ environment variables, which override the profile.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if wantsHelp(args) {
 		fmt.Fprint(stdout, simUsage)
-		sim.Main(ctx, args, stdout, stdout)
+		simulator.Main(ctx, args, stdout, stdout)
 		return 0
 	}
-	return sim.Main(ctx, args, stdout, stderr)
+	return simulator.Main(ctx, args, stdout, stderr)
 }

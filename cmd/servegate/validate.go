@@ -8,10 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/shard"
 )
 
 var inf = math.Inf(1)
@@ -42,12 +45,15 @@ type benchPlan struct {
 	Pooling bool
 	// TokenizerID is --tokenizer, else --model.
 	TokenizerID string
+	// Shard and StartAt are --shard and --start-at.
+	Shard   shard.Spec
+	StartAt time.Time
 }
 
 // validateBench checks flag combinations the way vllm bench serve does, in
 // the same order and with the same messages, plus servegate's own checks.
 func validateBench(a *benchArgs, p *argParser) (*benchPlan, error) {
-	if a.DatasetName == "random" && a.DatasetPath != nil {
+	if a.DatasetName == "random" && a.DatasetPath != nil && (a.Scenario == nil || p.given("dataset-name")) {
 		return nil, usagef("Cannot use 'random' dataset with --dataset-path. Please specify the appropriate --dataset-name (e.g., 'sharegpt', 'custom', 'sonnet') for your dataset file: %s", *a.DatasetPath)
 	}
 	if err := validateRampUp(a, p); err != nil {
@@ -82,7 +88,7 @@ func validateBench(a *benchArgs, p *argParser) (*benchPlan, error) {
 	if plan.Goodput, err = parseGoodput(a.Goodput); err != nil {
 		return nil, err
 	}
-	plan.Pooling = client.IsPooling(a.Backend) || a.Backend == "vllm-pooling"
+	plan.Pooling = client.IsPooling(a.Backend)
 	if plan.ExtraBody, err = requestBody(a, plan.Pooling); err != nil {
 		return nil, err
 	}
@@ -175,7 +181,7 @@ func requestBody(a *benchArgs, pooling bool) (map[string]any, error) {
 		setF("frequency_penalty", a.FrequencyPenalty)
 		setF("presence_penalty", a.PresencePenalty)
 		setF("repetition_penalty", a.RepetitionPenalty)
-		if len(body) > 0 && !slices.Contains(openAICompatible, a.Backend) {
+		if len(body) > 0 && !client.SendsSampling(a.Backend) {
 			return nil, errors.New("Sampling parameters are only supported by openai-compatible backends.")
 		}
 		if _, ok := body["temperature"]; !ok {
@@ -201,8 +207,8 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if !slices.Contains(dataset.Names, a.DatasetName) {
 		return fmt.Errorf("--dataset-name %s: not implemented in servegate (supported: %s)", a.DatasetName, strings.Join(dataset.Names, ", "))
 	}
-	if !slices.Contains(supportedBackends, a.Backend) {
-		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(supportedBackends, ", "))
+	if !slices.Contains(client.Backends, a.Backend) {
+		return fmt.Errorf("--backend %s: not implemented in servegate (supported: %s)", a.Backend, strings.Join(client.Backends, ", "))
 	}
 	if a.NumPrompts < 1 && a.DatasetName != "custom" && a.DatasetName != "spec_bench" {
 		return fmt.Errorf("--num-prompts must be at least 1, got %d", a.NumPrompts)
@@ -225,8 +231,39 @@ func validateServegate(a *benchArgs, p *argParser, plan *benchPlan) error {
 	if a.RequestTimeoutSec <= 0 {
 		return fmt.Errorf("--request-timeout-sec must be positive, got %s", metrics.PyFloat(a.RequestTimeoutSec))
 	}
+	if err := checkFlagLimits(a); err != nil {
+		return err
+	}
 	if a.Target != "url" && (a.BaseURL != nil || p.given("host") || p.given("port")) {
 		return fmt.Errorf("--target %s starts its own server: do not give --base-url, --host or --port", a.Target)
+	}
+	return validateShard(a, p, plan)
+}
+
+// validateShard reads --shard and --start-at. The shards of a plain run
+// share a request id prefix made from the start time unless
+// --request-id-prefix is given (the default is random per process), so
+// that the merged run's ids are one run's.
+func validateShard(a *benchArgs, p *argParser, plan *benchPlan) error {
+	var err error
+	if a.Shard != nil {
+		if plan.Shard, err = shard.Parse(*a.Shard); err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+	}
+	if a.StartAt != nil {
+		if plan.StartAt, err = benchtest.ParseStartAt(*a.StartAt); err != nil {
+			return fmt.Errorf("--start-at: %w", err)
+		}
+	}
+	if plan.Shard.Enabled() && plan.StartAt.IsZero() {
+		return fmt.Errorf("--shard %s needs --start-at: every shard must start at the same moment", plan.Shard)
+	}
+	if plan.Shard.Enabled() && !(a.SaveResult && a.SaveDetailed) {
+		return fmt.Errorf("--shard %s needs --save-result --save-detailed: servegate merge reads each shard's per-request detail", plan.Shard)
+	}
+	if plan.Shard.Enabled() && !p.given("request-id-prefix") {
+		a.RequestIDPrefix = fmt.Sprintf("bench-%x-", plan.StartAt.Unix())
 	}
 	return nil
 }

@@ -1,6 +1,11 @@
 // Package dockertest holds what container tests share: the check that a
-// Docker daemon answers, this machine's testcontainers settings, and building
-// a FROM-scratch image around a static Go binary from an in-memory context.
+// Docker daemon answers, this machine's testcontainers settings, building
+// a FROM-scratch image around a static Go binary from an in-memory context,
+// and the lifetime of the containers servegate starts (Owned): labelled with
+// their owner process, removed on SIGINT and SIGTERM, by a watchdog process
+// when their owner dies without a chance to (go test -timeout, SIGKILL), and
+// by the next run when the watchdog is gone too. The design and the Ryuk
+// decision are written down in lifetime.go.
 package dockertest
 
 import (
@@ -22,8 +27,9 @@ import (
 )
 
 // hermeticDefaults are the testcontainers settings a machine with no
-// registry needs: no reaper (its image cannot be pulled) and the Docker host
-// on loopback (not the default gateway). They apply only where the variable
+// registry needs: no reaper (its image cannot be pulled; Owned removes
+// servegate's containers instead, see lifetime.go) and the Docker host on
+// loopback (not the default gateway). They apply only where the variable
 // is unset, so a user's own configuration wins.
 var hermeticDefaults = map[string]string{
 	"TESTCONTAINERS_RYUK_DISABLED": "true",

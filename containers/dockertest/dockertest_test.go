@@ -134,3 +134,44 @@ func TestChildQuiet(t *testing.T) {
 	SetDefaults()
 	tclog.Printf("testcontainers-log-marker")
 }
+
+// TestRemoveOrphans starts two labelled containers, one owned by a process
+// that has exited and one by a live process (this test's parent), and
+// checks that a new run removes the first only.
+func TestRemoveOrphans(t *testing.T) {
+	Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := buildStatic(t, helloServer)
+
+	exited := exec.Command("true")
+	require.NoError(t, exited.Run())
+	parentStart, err := procStart(os.Getppid())
+	require.NoError(t, err)
+	me := Self()
+	dead, live := me, me
+	dead.PID = exited.Process.Pid
+	live.PID, live.Start = os.Getppid(), parentStart
+
+	start := func(o Owner) testcontainers.Container {
+		archive, err := ScratchContext(bin, nil, nil)
+		require.NoError(t, err)
+		ctr, err := testcontainers.Run(ctx, "",
+			testcontainers.WithDockerfile(testcontainers.FromDockerfile{ContextArchive: archive}),
+			Owned(), testcontainers.WithLabels(o.Labels()))
+		testcontainers.CleanupContainer(t, ctr)
+		require.NoError(t, err)
+		return ctr
+	}
+	orphan, kept := start(dead), start(live)
+
+	// Another test process starting a container meanwhile may remove the
+	// orphan first: what counts is that it is gone.
+	_, err = RemoveOrphans(ctx)
+	require.NoError(t, err)
+	_, err = orphan.State(ctx)
+	require.Error(t, err, "the container of an exited process must be removed")
+	state, err := kept.State(ctx)
+	require.NoError(t, err, "the container of a live process must be kept")
+	require.True(t, state.Running)
+}

@@ -224,6 +224,7 @@ func (c *Container) startTarget(ctx context.Context, spec Spec) error {
 	if len(spec.Cmd) > 0 {
 		opts = append(opts, testcontainers.WithCmd(spec.Cmd...))
 	}
+	opts = append(opts, dockertest.Owned()) // removed with this process, like every servegate container
 	ctr, err := testcontainers.Run(ctx, c.Image, opts...)
 	if ctr != nil {
 		c.Container = ctr

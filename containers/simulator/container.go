@@ -15,6 +15,8 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/servegate/servegate/containers/dockertest"
 )
 
 // Port is the simulator's port inside the container.
@@ -102,7 +104,9 @@ func WithStartupTimeout(d time.Duration) Option {
 // until /health answers 200. On error it returns the partial container with
 // the error, so callers clean up with testcontainers.CleanupContainer before
 // checking the error. It sets the hermetic testcontainers defaults for
-// variables that are unset (see dockertest.SetDefaults).
+// variables that are unset (see dockertest.SetDefaults). The container
+// carries its owner's labels and is removed when the test process is
+// interrupted (see dockertest.Owned).
 func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
 	o := options{timeout: 2 * time.Minute}
 	for _, opt := range opts {
@@ -145,6 +149,7 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 			HostFilePath: o.tokenizer, ContainerFilePath: customTokenizer, FileMode: 0o644}))
 	}
 	all = append(all, opts...)
+	all = append(all, dockertest.Owned()) // last, so that no option drops it
 	ctr, err := testcontainers.Run(ctx, img, all...)
 	var c *Container
 	if ctr != nil {

@@ -1,10 +1,10 @@
 // Package simulator is servegate's vLLM-compatible simulator as a target:
-// New runs it in-process (an http.Handler for httptest), Run starts it in a
-// container with testcontainers-go, built locally from this repository into
-// a FROM-scratch image that is cached by the content hash of its sources.
+// New runs it in-process (an http.Handler), Run starts it in a container
+// with testcontainers-go, built locally from servegate's sources into a
+// FROM-scratch image that is cached by the content hash of its sources.
 //
 // The server itself lives in the sim subpackage; the names here are aliases
-// of it so that callers need one import.
+// of it, and benchtest and cmd/servegate use only this package.
 package simulator
 
 import (

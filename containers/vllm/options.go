@@ -28,6 +28,15 @@ type Logger interface {
 	Logf(format string, args ...any)
 }
 
+// testLogger is what a Logger that is a test (testing.TB) also has: the
+// container's log is dumped when the test ends failed. An interface, so
+// that this package does not import testing.
+type testLogger interface {
+	Logger
+	Cleanup(func())
+	Failed() bool
+}
+
 type options struct {
 	model           string
 	servedModelName string

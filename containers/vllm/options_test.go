@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/servegate/servegate/containers/dockertest"
 )
 
 // request applies opts the way Run does and returns the resulting request.
@@ -184,3 +186,19 @@ func TestLogTailKeepsLastLines(t *testing.T) {
 type logFunc func(format string, args ...any)
 
 func (f logFunc) Logf(format string, args ...any) { f(format, args...) }
+
+// TestRunLabelsOwner checks that Run's container carries the owner labels
+// that let it be removed when the test process dies, even when a caller's
+// customizer replaces the lifecycle hooks.
+func TestRunLabelsOwner(t *testing.T) {
+	o := defaultOptions()
+	custom := []testcontainers.ContainerCustomizer{testcontainers.WithLifecycleHooks()}
+	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: LocalImage}}
+	for _, c := range o.runCustomizers(newLogTail(10), custom) {
+		require.NoError(t, c.Customize(&req))
+	}
+	for k, v := range dockertest.Self().Labels() {
+		require.Equal(t, v, req.Labels[k], k)
+	}
+	require.NotEmpty(t, req.LifecycleHooks, "the lifetime hooks")
+}

@@ -14,13 +14,14 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/servegate/servegate/containers/dockertest"
 )
 
 const (
@@ -73,7 +74,9 @@ type Container struct {
 // until GET /health answers 200. opts mixes this package's Options with
 // testcontainers customizers, which are applied after the module's own
 // settings. Like testcontainers modules, Run returns the container even with
-// an error so that the caller can clean it up.
+// an error so that the caller can clean it up. The container carries its
+// owner's labels and is removed when the test process is interrupted (see
+// dockertest.Owned).
 func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
 	if img == "" {
 		img = Image()
@@ -98,13 +101,12 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	}
 
 	logs := newLogTail(logTailLines)
-	all := append(o.customizers(logs), custom...)
-	ctr, err := testcontainers.Run(ctx, img, all...)
+	ctr, err := testcontainers.Run(ctx, img, o.runCustomizers(logs, custom)...)
 	var c *Container
 	if ctr != nil {
 		c = &Container{Container: ctr, Model: o.servedName(), logs: logs}
 	}
-	if tb, ok := o.logger.(testing.TB); ok {
+	if tb, ok := o.logger.(testLogger); ok {
 		tb.Cleanup(func() {
 			if tb.Failed() {
 				logs.dump(tb, "vllm container log (test failed)")
@@ -118,6 +120,14 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		return c, fmt.Errorf("run vllm: %w", err)
 	}
 	return c, nil
+}
+
+// runCustomizers are what Run applies: the module's settings, then the
+// caller's customizers, then the owner labels and lifetime hooks (last, so
+// that no option drops them; see dockertest.Owned).
+func (o *options) runCustomizers(logs *logTail, custom []testcontainers.ContainerCustomizer) []testcontainers.ContainerCustomizer {
+	all := append(o.customizers(logs), custom...)
+	return append(all, dockertest.Owned())
 }
 
 // customizers turns the options into the testcontainers request settings.

@@ -22,6 +22,10 @@ type side struct {
 	sigma   float64            // log-normal sigma of TTFT
 	goodput float64            // median goodput, req/s
 	goTest  bool               // write plain "go test -bench" output
+
+	failRatio float64 // fail-ratio of a run with successful requests
+	noSuccess int     // the last noSuccess runs have no successful request
+	noGoodput bool    // no goodput SLO: no goodput-req/s
 }
 
 var scenarios = []string{"chat-poisson", "burst"}
@@ -47,6 +51,16 @@ func main() {
 		{"mismatched", 7, base, with(base, func(s *side) { delete(s.ttft, "burst") })},
 		{"config", 8, base, with(base, func(s *side) { s.target = "vllm" })},
 		{"gotest", 9, with(base, func(s *side) { s.goTest = true }), with(base, func(s *side) { s.goTest = true; s.ttft["chat-poisson"] = 0.125 })},
+		// Every head request fails, with and without a goodput SLO.
+		{"allfailed", 10, base, with(base, func(s *side) { s.noSuccess = s.n })},
+		{"allfailed-nogoodput", 11, with(base, func(s *side) { s.noGoodput = true }), with(base, func(s *side) { s.noGoodput = true; s.noSuccess = s.n })},
+		// One head run of ten has no successful request.
+		{"onefailedrun", 12, base, with(base, func(s *side) { s.noSuccess = 1 })},
+		// A fifth of head's requests fail, and the rest answer faster.
+		{"failrise", 13, base, with(base, func(s *side) {
+			s.failRatio = 0.2
+			s.ttft["chat-poisson"], s.ttft["burst"] = 0.080, 0.160
+		})},
 	}
 	for _, c := range cases {
 		rng := rand.New(rand.NewPCG(c.seed, 42))
@@ -62,7 +76,7 @@ func render(s side, rng *rand.Rand) string {
 	b.WriteString("goos: linux\ngoarch: amd64\npkg: github.com/servegate/servegate/scenarios\n")
 	if !s.goTest {
 		fmt.Fprintf(&b, "target: %s\nmodel: sim-tiny\n", s.target)
-		b.WriteString("Unit ttft-p99-sec better=lower\nUnit goodput-req/s better=higher\nUnit tok/s better=higher\n")
+		b.WriteString("Unit ttft-p99-sec better=lower\nUnit goodput-req/s better=higher\nUnit tok/s better=higher\nUnit fail-ratio better=lower\n")
 	}
 	draw := func(median, sigma float64) float64 { return median * math.Exp(sigma*rng.NormFloat64()) }
 	for i := 0; i < s.n; i++ {
@@ -74,12 +88,21 @@ func render(s side, rng *rand.Rand) string {
 			t := draw(ttft, s.sigma)
 			g := draw(s.goodput, 0.01)
 			tok := draw(1200, 0.02)
-			if s.goTest {
-				fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s-2 \t       1\t%10d ns/op\t%10.4f goodput-req/s\t%10.0f tok/s\t%10.4f ttft-p99-sec\n",
-					sc, int64(draw(5e9, 0.01)), g, tok, t)
+			if i >= s.n-s.noSuccess {
+				// servegate reports no latency or throughput then.
+				fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s 1 1 fail-ratio\n", sc)
 				continue
 			}
-			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s 1 %.6g ttft-p99-sec %.6g goodput-req/s %.6g tok/s\n", sc, t, g, tok)
+			if s.noGoodput {
+				fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s 1 %.6g ttft-p99-sec %.6g tok/s %g fail-ratio\n", sc, t, tok, s.failRatio)
+				continue
+			}
+			if s.goTest {
+				fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s-2 \t       1\t%10d ns/op\t%10.4f fail-ratio\t%10.4f goodput-req/s\t%10.0f tok/s\t%10.4f ttft-p99-sec\n",
+					sc, int64(draw(5e9, 0.01)), s.failRatio, g, tok, t)
+				continue
+			}
+			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s 1 %.6g ttft-p99-sec %.6g goodput-req/s %.6g tok/s %g fail-ratio\n", sc, t, g, tok, s.failRatio)
 		}
 	}
 	if s.goTest {

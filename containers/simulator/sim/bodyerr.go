@@ -10,6 +10,37 @@ import (
 	"unicode/utf8"
 )
 
+// Request size limits. vLLM reads any body and tokenizes any prompt; the
+// simulator refuses what cannot fit instead of spending seconds and
+// gigabytes on it.
+const (
+	// maxBytesPerToken is how many body bytes a token of the context
+	// may take (JSON-escaped text, or a token id and its comma); no real
+	// prompt needs more.
+	maxBytesPerToken = 64
+	// bodySlack is the room for the rest of a request beside its prompt.
+	bodySlack = 1 << 20
+	// maxPoolingBody is the largest embeddings or rerank body (a batch
+	// of inputs, each checked against max_model_len).
+	maxPoolingBody = 16 << 20
+	// maxN is the most choices (n) one request may ask for.
+	maxN = 1024
+)
+
+// genBodyLimit is the largest generation request body the server reads.
+func (s *Server) genBodyLimit() int64 {
+	return bodySlack + maxBytesPerToken*int64(s.p.MaxModelLen)
+}
+
+// checkInputBytes refuses, before tokenizing it, an input of n bytes, too
+// long to fit max_model_len tokens.
+func (s *Server) checkInputBytes(n int) error {
+	if n > maxBytesPerToken*s.p.MaxModelLen {
+		return bad(http.StatusBadRequest, "This model's maximum context length is %d tokens. However, your request has an input of %d bytes, more than %d bytes a token. Please reduce the length of the input.", s.p.MaxModelLen, n, maxBytesPerToken)
+	}
+	return nil
+}
+
 // endpointFuncs names the vLLM function behind each path, which FastAPI
 // quotes in a validation error.
 var endpointFuncs = map[string]string{
@@ -25,10 +56,17 @@ var endpointFuncs = map[string]string{
 // answered as vLLM answers it: FastAPI's RequestValidationError text (one
 // json_invalid error at Python's character position, with the message of
 // Python's json decoder), type "Bad Request", status 400.
-func decodeBody(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
+//
+// A body longer than limit bytes is refused with a 400 after reading
+// limit bytes of it, so that a huge prompt costs neither memory nor a long
+// tokenization.
+func decodeBody(r *http.Request, v any, limit int64) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return bad(http.StatusBadRequest, "read request body: %v", err)
+	}
+	if int64(len(data)) > limit {
+		return bad(http.StatusBadRequest, "The request body is over %d bytes, the most the simulator reads (at most %d bytes a token of max_model_len, plus 1 MiB). Please reduce the length of the input.", limit, maxBytesPerToken)
 	}
 	err = json.Unmarshal(data, v)
 	if err == nil {

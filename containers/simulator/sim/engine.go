@@ -303,6 +303,9 @@ func (e *engine) preempt(s *seq) {
 	s.mu.Unlock()
 }
 
+// maxStepMS is the longest modelled step, in ms: an hour.
+const maxStepMS = 3_600_000
+
 // stepDuration is the modelled time of a step: fixed + per prefill token +
 // per sequence + per context token, times the slowdown, times the jitter.
 func (e *engine) stepDuration(st Step) time.Duration {
@@ -315,7 +318,9 @@ func (e *engine) stepDuration(st Step) time.Duration {
 		z := max(-3, min(3, e.rng.NormFloat64()))
 		ms *= max(0, 1+e.p.Jitter*z)
 	}
-	return time.Duration(math.Round(ms * 1e6))
+	// The knobs' maxima keep each term finite; the sum of a huge batch
+	// could still pass what a Duration holds.
+	return time.Duration(math.Round(min(ms, maxStepMS) * 1e6))
 }
 
 // finishStep applies a step's work at its end: computed tokens advance and

@@ -174,7 +174,7 @@ func (s *Server) recordFinished(j *job, kids []*seq) {
 // faults.
 func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	var req genRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r, &req, s.genBodyLimit()); err != nil {
 		return nil, err
 	}
 	if err := s.checkModel(req.Model); err != nil {
@@ -318,6 +318,9 @@ func (s *Server) setSampling(j *job, req *genRequest) error {
 	}
 	if n < 1 {
 		return bad(http.StatusBadRequest, "n must be at least 1, got %d.", n)
+	}
+	if n > maxN {
+		return bad(http.StatusBadRequest, "n must be at most %d, got %d.", maxN, n)
 	}
 	temp := 1.0 // vLLM's default without a generation config
 	if req.Temperature != nil {

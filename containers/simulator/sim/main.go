@@ -72,6 +72,9 @@ func ParseArgs(args []string, environ []string, stderr io.Writer) (Params, Optio
 	def := DefaultParams()
 	for _, key := range Knobs() {
 		d, _ := def.Get(key)
+		if m, ok := MaxOf(key); ok {
+			d += ", at most " + m
+		}
 		fs.Var(knobFlag{key, &sets}, strings.ReplaceAll(key, "_", "-"),
 			fmt.Sprintf("%s (YAML %s, env %s%s, default %s)", Help(key), key, EnvPrefix, strings.ToUpper(key), d))
 	}

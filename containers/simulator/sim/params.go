@@ -3,50 +3,55 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 )
 
 // Params are every knob of the simulator: the served model, the
 // continuous-batching engine, the latency model, output lengths and faults.
 // A profile (profiles/*.yaml) is a Params written in YAML; flags and
 // environment variables override single fields by the same names (see
-// Knobs). Times are in the unit their name ends with.
+// Knobs). Times are in the unit their name ends with. Every number but
+// the seed and the rates (in [0, 1]) has a maximum, its max tag, far above
+// any real server: a typing slip (step_fixed_ms 1e300) is an error, not an
+// overflowed duration or an exhausted memory.
 type Params struct {
 	// Model is the served model name (the "model" of /v1/models).
 	Model string `yaml:"model" help:"served model name"`
 	// MaxModelLen is the longest prompt plus output, in tokens.
-	MaxModelLen int `yaml:"max_model_len" help:"longest prompt plus output, tokens"`
+	MaxModelLen int `yaml:"max_model_len" help:"longest prompt plus output, tokens" max:"1048576"`
 
 	// MaxNumSeqs is the most sequences that run in one step.
-	MaxNumSeqs int `yaml:"max_num_seqs" help:"most sequences in one step"`
+	MaxNumSeqs int `yaml:"max_num_seqs" help:"most sequences in one step" max:"65536"`
 	// MaxNumBatchedTokens is the token budget of one step; a prompt longer
 	// than what is left of it is prefilled in chunks over several steps.
-	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens" help:"token budget of one step (longer prompts prefill in chunks)"`
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens" help:"token budget of one step (longer prompts prefill in chunks)" max:"1048576"`
 	// BlockSize is the number of tokens one KV-cache block holds.
-	BlockSize int `yaml:"block_size" help:"tokens per KV-cache block"`
+	BlockSize int `yaml:"block_size" help:"tokens per KV-cache block" max:"1024"`
 	// NumKVBlocks is the size of the KV cache in blocks. When a running
 	// sequence needs a block and none is free, the most recently admitted
 	// sequence is preempted (its blocks freed, recomputed later).
-	NumKVBlocks int `yaml:"num_kv_blocks" help:"KV-cache size in blocks (full cache preempts)"`
+	NumKVBlocks int `yaml:"num_kv_blocks" help:"KV-cache size in blocks (full cache preempts)" max:"1048576"`
 	// EnablePrefixCaching reuses full KV blocks whose token content
 	// (chained block hash) was computed before.
 	EnablePrefixCaching bool `yaml:"enable_prefix_caching" help:"reuse cached full blocks of a shared prefix"`
 
 	// StepFixedMS is the fixed cost of one engine step, in milliseconds.
-	StepFixedMS float64 `yaml:"step_fixed_ms" help:"fixed cost of a step, ms"`
+	StepFixedMS float64 `yaml:"step_fixed_ms" help:"fixed cost of a step, ms" max:"60000"`
 	// PrefillTokenUS is the cost of each prompt token computed in a step,
 	// in microseconds.
-	PrefillTokenUS float64 `yaml:"prefill_token_us" help:"cost per prompt token computed, µs"`
+	PrefillTokenUS float64 `yaml:"prefill_token_us" help:"cost per prompt token computed, µs" max:"1000000"`
 	// SeqUS is the cost of each sequence in a step, in microseconds.
-	SeqUS float64 `yaml:"seq_us" help:"cost per sequence in a step, µs"`
+	SeqUS float64 `yaml:"seq_us" help:"cost per sequence in a step, µs" max:"1000000"`
 	// ContextTokenNS is the cost of each token of context (already computed
 	// tokens) attended to by the step's sequences, in nanoseconds.
-	ContextTokenNS float64 `yaml:"context_token_ns" help:"cost per context token attended, ns"`
+	ContextTokenNS float64 `yaml:"context_token_ns" help:"cost per context token attended, ns" max:"1000000"`
 	// Jitter is the relative standard deviation of a step's duration
 	// (normal, clipped at ±3σ), drawn from the seeded generator. 0 = none.
-	Jitter float64 `yaml:"jitter" help:"relative std-dev of a step's duration"`
+	Jitter float64 `yaml:"jitter" help:"relative std-dev of a step's duration" max:"1"`
 	// Slowdown multiplies every step's duration: 1.10 makes the server 10%
 	// slower. The regression knob.
-	Slowdown float64 `yaml:"slowdown" help:"multiplies every step's duration (1.10 = 10% slower)"`
+	Slowdown float64 `yaml:"slowdown" help:"multiplies every step's duration (1.10 = 10% slower)" max:"1000"`
 	// Seed seeds jitter, output lengths, output text and fault draws.
 	Seed int64 `yaml:"seed" help:"seed of jitter, lengths, text and faults"`
 
@@ -57,9 +62,9 @@ type Params struct {
 	// DefaultMaxTokens is max_tokens when a chat request sets none (vLLM
 	// would use the rest of the context; the simulator caps it here).
 	// Completions default to 16, as in vLLM.
-	DefaultMaxTokens int `yaml:"default_max_tokens" help:"max_tokens of a chat request that sets none"`
+	DefaultMaxTokens int `yaml:"default_max_tokens" help:"max_tokens of a chat request that sets none" max:"1048576"`
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
-	EmbeddingDim int `yaml:"embedding_dim" help:"length of embedding vectors"`
+	EmbeddingDim int `yaml:"embedding_dim" help:"length of embedding vectors" max:"65536"`
 
 	// EnableRequestIDHeaders adds an X-Request-Id header to every response:
 	// the request's own, or 32 new hex digits. vLLM does this only with
@@ -68,7 +73,7 @@ type Params struct {
 
 	// StartupDelayMS makes /health and the API answer 503 for this long
 	// after start, like a server still loading its model.
-	StartupDelayMS float64 `yaml:"startup_delay_ms" help:"answer 503 for this long after start, ms"`
+	StartupDelayMS float64 `yaml:"startup_delay_ms" help:"answer 503 for this long after start, ms" max:"3600000"`
 	// FaultRate429, FaultRate500 and FaultRate503 are the fractions of
 	// generation requests answered with that HTTP status.
 	FaultRate429 float64 `yaml:"fault_rate_429" help:"fraction of requests answered 429"`
@@ -77,20 +82,20 @@ type Params struct {
 	// FaultAbortRate is the fraction of streams cut (connection closed, no
 	// [DONE]) after FaultAbortAfter chunks.
 	FaultAbortRate  float64 `yaml:"fault_abort_rate" help:"fraction of streams cut"`
-	FaultAbortAfter int     `yaml:"fault_abort_after" help:"chunks sent before a stream is cut"`
+	FaultAbortAfter int     `yaml:"fault_abort_after" help:"chunks sent before a stream is cut" max:"1048576"`
 	// FaultStallRate is the fraction of streams that pause FaultStallMS
 	// milliseconds after FaultStallAfter chunks.
 	FaultStallRate  float64 `yaml:"fault_stall_rate" help:"fraction of streams that stall"`
-	FaultStallMS    float64 `yaml:"fault_stall_ms" help:"length of a stall, ms"`
-	FaultStallAfter int     `yaml:"fault_stall_after" help:"chunks sent before a stall"`
+	FaultStallMS    float64 `yaml:"fault_stall_ms" help:"length of a stall, ms" max:"3600000"`
+	FaultStallAfter int     `yaml:"fault_stall_after" help:"chunks sent before a stall" max:"1048576"`
 	// FaultMalformedRate is the fraction of streams whose chunk number
 	// FaultMalformedAfter (0-based) is not valid JSON.
 	FaultMalformedRate  float64 `yaml:"fault_malformed_rate" help:"fraction of streams with a malformed chunk"`
-	FaultMalformedAfter int     `yaml:"fault_malformed_after" help:"index of the malformed chunk"`
+	FaultMalformedAfter int     `yaml:"fault_malformed_after" help:"index of the malformed chunk" max:"1048576"`
 	// FaultErrorRate is the fraction of streams that end after
 	// FaultErrorAfter chunks with vLLM's in-stream error event.
 	FaultErrorRate  float64 `yaml:"fault_error_rate" help:"fraction of streams ending in an in-stream error"`
-	FaultErrorAfter int     `yaml:"fault_error_after" help:"chunks sent before the error"`
+	FaultErrorAfter int     `yaml:"fault_error_after" help:"chunks sent before the error" max:"1048576"`
 }
 
 // DefaultParams are the values of every knob a profile leaves unset: a
@@ -115,6 +120,45 @@ func DefaultParams() Params {
 		DefaultMaxTokens:    256,
 		EmbeddingDim:        384,
 	}
+}
+
+// MaxOf returns a knob's maximum in text form, by YAML key; false for a
+// knob without one.
+func MaxOf(key string) (string, bool) {
+	t := reflect.TypeFor[Params]()
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("yaml") == key {
+			m := f.Tag.Get("max")
+			return m, m != ""
+		}
+	}
+	return "", false
+}
+
+// checkMax reports every numeric knob over its maximum.
+func (p Params) checkMax() []error {
+	var errs []error
+	v := reflect.ValueOf(p)
+	t := v.Type()
+	for i := range t.NumField() {
+		m := t.Field(i).Tag.Get("max")
+		if m == "" {
+			continue
+		}
+		limit, _ := strconv.ParseFloat(m, 64)
+		key, f := t.Field(i).Tag.Get("yaml"), v.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			if float64(f.Int()) > limit {
+				errs = append(errs, fmt.Errorf("%s: must be <= %s, got %d", key, m, f.Int()))
+			}
+		case reflect.Float64:
+			if f.Float() > limit {
+				errs = append(errs, fmt.Errorf("%s: must be <= %s, got %v", key, m, f.Float()))
+			}
+		}
+	}
+	return errs
 }
 
 // Validate reports every field out of its range.
@@ -178,7 +222,9 @@ func (p Params) Validate() error {
 	if p.MaxNumBatchedTokens > 0 && p.MaxNumSeqs > p.MaxNumBatchedTokens {
 		errs = append(errs, fmt.Errorf("max_num_seqs (%d) must be <= max_num_batched_tokens (%d)", p.MaxNumSeqs, p.MaxNumBatchedTokens))
 	}
-	if p.BlockSize > 0 && p.NumKVBlocks > 0 && p.NumKVBlocks*p.BlockSize < p.MaxModelLen {
+	over := p.checkMax()
+	errs = append(errs, over...)
+	if len(over) == 0 && p.BlockSize > 0 && p.NumKVBlocks > 0 && p.NumKVBlocks*p.BlockSize < p.MaxModelLen {
 		errs = append(errs, fmt.Errorf("num_kv_blocks*block_size (%d) must hold one max_model_len (%d) sequence", p.NumKVBlocks*p.BlockSize, p.MaxModelLen))
 	}
 	if len(errs) > 0 {

@@ -42,7 +42,7 @@ type embeddingResponse struct {
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	var req embeddingRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r, &req, maxPoolingBody); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -91,12 +91,18 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 func (s *Server) embeddingInputs(raw json.RawMessage) ([][]int, error) {
 	var text string
 	if json.Unmarshal(raw, &text) == nil && text != "" {
+		if err := s.checkInputBytes(len(text)); err != nil {
+			return nil, err
+		}
 		return [][]int{s.tk.Encode(text, true)}, nil
 	}
 	var texts []string
 	if json.Unmarshal(raw, &texts) == nil && len(texts) > 0 {
 		var out [][]int
 		for _, t := range texts {
+			if err := s.checkInputBytes(len(t)); err != nil {
+				return nil, err
+			}
 			out = append(out, s.tk.Encode(t, true))
 		}
 		return out, nil
@@ -192,7 +198,7 @@ type rerankResult struct {
 func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	var req rerankRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(r, &req, maxPoolingBody); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -217,6 +223,16 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		docs[i] = obj.Text
+	}
+	// Every document is scored with the query before it: refuse what
+	// cannot fit before tokenizing it.
+	size := len(req.Query) * len(docs)
+	for _, d := range docs {
+		size += len(d)
+	}
+	if err := s.checkInputBytes(size); err != nil {
+		writeErr(w, err)
+		return
 	}
 	var all []int
 	q := s.tk.Encode(req.Query, true)

@@ -1,0 +1,164 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// MaxWarmConnections bounds how many connections a Warmer dials for one
+// run (each is a file descriptor and a server-side connection).
+const MaxWarmConnections = 4096
+
+// A Warmer dials TCP connections before a run and hands them to the HTTP
+// transport as it asks for new ones, so that a request's TTFT does not
+// include connection set-up and the server's accept queue: with a
+// thousand streams starting at once, those are most of what a client adds
+// to the server's own TTFT. Each warm connection carries one GET /health
+// (any complete answer will do) so that the server has accepted it and
+// is reading from it before the run starts. A connection the server
+// closed while it waited is dropped and a new one dialled.
+//
+// vllm bench serve opens its connections as requests go out; scenarios
+// warm by default, `servegate bench` only with --warm-connections.
+type Warmer struct {
+	dialer net.Dialer
+	mu     sync.Mutex
+	idle   map[string][]net.Conn // by dial address
+}
+
+// NewWarmHTTPClient is NewHTTPClient with a Warmer behind its dials.
+func NewWarmHTTPClient(maxConns int) (*http.Client, *Warmer) {
+	w := &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string][]net.Conn{}}
+	h := NewHTTPClient(maxConns)
+	h.Transport.(*http.Transport).DialContext = w.DialContext
+	return h, w
+}
+
+// DialContext returns a warm connection to addr when one is left, else
+// dials.
+func (w *Warmer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	for {
+		w.mu.Lock()
+		conns := w.idle[addr]
+		if len(conns) == 0 {
+			w.mu.Unlock()
+			break
+		}
+		c := conns[len(conns)-1]
+		w.idle[addr] = conns[:len(conns)-1]
+		w.mu.Unlock()
+		if alive(c) {
+			return c, nil
+		}
+		c.Close()
+	}
+	return w.dialer.DialContext(ctx, network, addr)
+}
+
+// Warm dials n connections to baseURL's host, 64 at a time, and keeps
+// them for the transport. It returns how many it holds; a dial error
+// stops it (the run then dials as it goes, as vLLM does).
+func (w *Warmer) Warm(ctx context.Context, baseURL string, n int) (int, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return 0, fmt.Errorf("warm connections: %w", err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	n = min(n, MaxWarmConnections)
+	sem := make(chan struct{}, 64)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		got   []net.Conn
+	)
+	for range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := w.dialer.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				if err = probe(ctx, c, u.Host); err != nil {
+					c.Close()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				first = cmpErr(first, err)
+				return
+			}
+			got = append(got, c)
+		}()
+	}
+	wg.Wait()
+	w.mu.Lock()
+	w.idle[addr] = append(w.idle[addr], got...)
+	w.mu.Unlock()
+	if first != nil {
+		return len(got), fmt.Errorf("warm connections to %s: %w", addr, first)
+	}
+	return len(got), nil
+}
+
+// probe sends GET /health on a fresh connection and reads the whole
+// answer, leaving the connection idle and known to the server.
+func probe(ctx context.Context, c net.Conn, host string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = c.SetDeadline(deadline)
+	defer c.SetDeadline(time.Time{})
+	req, err := http.NewRequest(http.MethodGet, "http://"+host+"/health", nil)
+	if err != nil {
+		return err
+	}
+	if err := req.Write(c); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err == nil && resp.Close {
+		err = fmt.Errorf("GET /health closed the connection (%s)", resp.Status)
+	}
+	return err
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// Close closes the warm connections no request took.
+func (w *Warmer) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for addr, conns := range w.idle {
+		for _, c := range conns {
+			c.Close()
+		}
+		delete(w.idle, addr)
+	}
+}

@@ -1,0 +1,33 @@
+package dataset
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/servegate/servegate/fixtures"
+)
+
+// TestSpecLimits: numbers past the documented limits are errors naming the
+// value and the limit, returned before anything is built (input_len
+// 2000000000 used to be OOM-killed).
+func TestSpecLimits(t *testing.T) {
+	tok := loadTokenizer(t, fixtures.Llama3)
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{NumPrompts: 1, Random: RandomParams{InputLen: 2_000_000_000}}, "load random dataset: random input length 2000000000 is over the maximum 1048576"},
+		{Spec{NumPrompts: 1, Random: RandomParams{OutputLen: MaxLen + 1}}, "load random dataset: random output length 1048577 is over the maximum 1048576"},
+		{Spec{NumPrompts: MaxNumPrompts + 1}, "load random dataset: num prompts 1000001 is over the maximum 1000000"},
+		{Spec{NumPrompts: 1_000_000, Random: RandomParams{InputLen: 1024}}, "load random dataset: num prompts 1000000 times 1025 prompt tokens is 1025000000 tokens, over the maximum 134217728; lower num prompts or the input length"},
+		{Spec{Name: PrefixRepetition, NumPrompts: 1, PrefixRepetition: PrefixRepetitionParams{NumPrefixes: MaxNumPrefixes + 1}}, "load prefix_repetition dataset: prefix_repetition num prefixes 100001 is over the maximum 100000"},
+		{Spec{Name: Sonnet, Path: "x", Sonnet: SonnetParams{InputLen: 1 << 40}}, "load sonnet dataset: sonnet input length 1099511627776 is over the maximum 1048576"},
+		{Spec{Name: RandomRerank, Random: RandomParams{BatchSize: MaxBatchSize + 1}}, "load random-rerank dataset: random batch size 10001 is over the maximum 10000"},
+	}
+	for _, tt := range tests {
+		_, err := Load(context.Background(), tt.spec, tok)
+		assert.EqualError(t, err, tt.want)
+	}
+}

@@ -1,0 +1,76 @@
+package benchtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/report"
+)
+
+// A run cut short by cancellation is marked interrupted in benchfmt and
+// the result header, with its unsent requests counted; one stopped at its
+// maximum duration is not.
+func TestOutcomeInterrupted(t *testing.T) {
+	recs := []metrics.Record{{Success: true}, {Unsent: true}, {Unsent: true}}
+	for _, tc := range []struct {
+		stopped error
+		want    bool
+	}{
+		{nil, false},
+		{fmt.Errorf("run: %w", engine.ErrMaxDuration), false},
+		{context.Canceled, true},
+	} {
+		o := &Outcome{Plan: &Plan{}, Target: &Target{}, Result: &engine.Result{Records: recs, Stopped: tc.stopped}}
+		assert.Equal(t, tc.want, o.Interrupted(), "%v", tc.stopped)
+		assert.Equal(t, tc.want, containsConfig(o.BenchConfig(), "interrupted", "true"), "%v", tc.stopped)
+		info := o.RunInfo()
+		assert.Equal(t, tc.want, info.Interrupted)
+		if tc.want {
+			assert.Equal(t, 2, info.Unsent)
+		}
+	}
+}
+
+func containsConfig(cfg []report.BenchConfig, k, v string) bool {
+	for _, c := range cfg {
+		if c.Key == k && c.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// A run where every request failed measured no latency: a latency bound
+// reads MISSING and fails instead of passing on the summary's 0, and
+// benchfmt carries only the failure ratio.
+func TestAllFailedRunPassesNoLatencyBound(t *testing.T) {
+	sc := parse(t, `
+name: allfail
+target: {kind: inproc, profile: instant, args: ["--fault_rate_500=1"]}
+dataset: {num_prompts: 6, input_len: 32, output_len: 4}
+load: {ready_timeout: 0s}
+slo: {bounds: ["p99_ttft_ms <= 1000", "mean_tpot_ms <= 100"]}
+`)
+	plan := NewPlan(sc)
+	tgt, err := StartTarget(context.Background(), plan.Target, nil)
+	require.NoError(t, err)
+	defer tgt.Close(context.Background())
+	o, err := Execute(context.Background(), plan, tgt, Hooks{})
+	require.NoError(t, err)
+	require.Equal(t, 0, o.Summary.Completed)
+	for _, v := range o.Verdicts {
+		assert.False(t, v.Found, v.Bound.Metric)
+		assert.False(t, v.Pass, v.Bound.Metric)
+	}
+	var units []string
+	for _, m := range o.BenchMetrics() {
+		units = append(units, m.Unit)
+	}
+	assert.Equal(t, []string{"fail-ratio"}, units)
+}

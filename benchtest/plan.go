@@ -1,0 +1,178 @@
+package benchtest
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/tokenizer"
+)
+
+// A Plan is one run, resolved: everything the executor needs, whichever
+// front door built it. A scenario becomes a Plan through NewPlan (Run,
+// Bench and `servegate bench --scenario`); `servegate bench` flags become
+// one in cmd/servegate, starting from NewPlan's when a scenario is given
+// and applying only the flags given explicitly. StartTarget starts
+// Plan.Target and Execute runs the Plan on it.
+//
+// A Plan is plain data: two doors that agree build equal Plans, which a
+// test checks. Execute fills what only the running target knows (base
+// URL, model names, image).
+type Plan struct {
+	// Name names the run: the scenario's name, or "" for a plain
+	// `servegate bench` run.
+	Name string
+	// SHA is the scenario's content hash (scenario.Scenario.SHA), "" for a
+	// plain run.
+	SHA string
+	// Target is the server under test, started by StartTarget.
+	Target scenario.Target
+	// Tokenizer is what tokenizer.Load takes: a bundled name, a path, or a
+	// model id.
+	Tokenizer string
+	// Hub says where model-id tokenizers are found and whether a missing
+	// one may be downloaded (only `servegate bench` without a scenario
+	// downloads, as vLLM does; scenarios and tests never do).
+	Hub tokenizer.Hub
+	// Dataset says which requests are sent.
+	Dataset dataset.Spec
+	// Engine drives the run. BaseURL, Model, ModelName and Tokenizer are
+	// left empty: Execute takes them from the target and Tokenizer.
+	Engine engine.Config
+	// Summary selects the percentiles and goodput SLOs of the summary.
+	Summary metrics.Options
+	// SLO holds the bounds the run is checked against (none for a plain
+	// `servegate bench` run).
+	SLO scenario.SLO
+	// Info is the result JSON's header. Execute fills Date, RPSChanges,
+	// ModelID when empty and, with Info.Extras, the target metadata.
+	Info metrics.RunInfo
+
+	samples []dataset.Sample
+	tok     *tokenizer.Tokenizer
+}
+
+// NewPlan maps a scenario (after its environment overrides) onto a Plan.
+func NewPlan(sc *scenario.Scenario) *Plan {
+	d, l, s := sc.Dataset, sc.Load, sc.Sampling
+	prefix := sc.Name + "-"
+	p := &Plan{
+		Name:      sc.Name,
+		SHA:       sc.SHA,
+		Target:    sc.Target,
+		Tokenizer: scenario.ResolveTokenizer(sc.Target.Tokenizer, sc.Target.Model),
+		Dataset: dataset.Spec{
+			Name:             d.Name,
+			NumPrompts:       d.NumPrompts,
+			Seed:             d.Seed,
+			Path:             d.Path,
+			Backend:          sc.Backend,
+			RequestIDPrefix:  prefix,
+			NoOversample:     d.NoOversample,
+			DisableShuffle:   d.DisableShuffle,
+			SkipChatTemplate: d.SkipChatTemplate,
+			TraceReplay:      l.TraceReplay,
+			Random: dataset.RandomParams{
+				InputLen: d.InputLen, OutputLen: d.OutputLen, RangeRatio: d.RangeRatio, PrefixLen: d.PrefixLen,
+			},
+			ShareGPT:  dataset.ShareGPTParams{OutputLen: d.OutputLen},
+			Custom:    dataset.CustomParams{OutputLen: d.OutputLen},
+			SpecBench: dataset.SpecBenchParams{OutputLen: d.OutputLen},
+			Sonnet:    dataset.SonnetParams{InputLen: d.InputLen, OutputLen: d.OutputLen, PrefixLen: d.PrefixLen},
+			TxtSlices: dataset.TxtSlicesParams{InputLen: d.InputLen, OutputLen: d.OutputLen},
+			PrefixRepetition: dataset.PrefixRepetitionParams{
+				PrefixLen: d.PrefixLen, SuffixLen: d.SuffixLen, NumPrefixes: d.NumPrefixes, OutputLen: d.OutputLen,
+			},
+		},
+		Engine: engine.Config{
+			Endpoint:        sc.Endpoint,
+			Backend:         sc.Backend,
+			RequestRate:     l.RequestRate,
+			Burstiness:      l.Burstiness,
+			MaxConcurrency:  l.MaxConcurrency,
+			NumWarmups:      l.Warmups,
+			ReadyTimeout:    l.ReadyTimeout.D(),
+			RequestTimeout:  l.RequestTimeout.D(),
+			MaxDuration:     l.MaxDuration.D(),
+			Seed:            d.Seed,
+			IgnoreEOS:       s.IgnoreEOS || dataset.ForcesIgnoreEOS(d.Name, sc.Backend),
+			ExtraBody:       sc.ExtraBody,
+			Headers:         sc.Headers,
+			RequestIDPrefix: prefix,
+			TraceArrivals:   l.TraceReplay,
+			TraceSpeed:      l.TraceSpeed,
+			WarmConnections: warmConnections(*l.WarmConnections),
+			MaxLineBytes:    l.MaxLineBytes,
+			Sampling: client.Sampling{
+				Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
+				FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty, RepetitionPenalty: s.RepetitionPenalty,
+			},
+		},
+		Summary: metrics.Options{
+			PercentileMetrics: sc.Metrics.PercentileMetrics,
+			Percentiles:       sc.Metrics.Percentiles,
+			Goodput:           sc.SLO.Goodput,
+			Pooling:           client.IsPooling(sc.Backend),
+		},
+		SLO: sc.SLO,
+		Info: metrics.RunInfo{
+			Backend:        sc.Backend,
+			Label:          sc.Name,
+			ModelID:        sc.Target.Model,
+			NumPrompts:     d.NumPrompts,
+			RequestRate:    l.RequestRate,
+			Burstiness:     l.Burstiness,
+			MaxConcurrency: l.MaxConcurrency,
+			Metadata:       [][2]string{{"scenario", sc.Name}, {"scenario-sha", sc.SHA}},
+			Extras:         true,
+		},
+	}
+	if r := l.RampUp; r != nil {
+		p.Engine.RampUp = &engine.RampUp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
+		p.Engine.RequestRate = math.Inf(1)
+		p.Info.RequestRate = math.Inf(1)
+		p.Info.RampUpStrategy = r.Strategy
+		p.Info.RampUpStartRPS, p.Info.RampUpEndRPS = int(r.StartRPS), int(r.EndRPS)
+	}
+	p.Info.TokenizerID = p.Tokenizer
+	return p
+}
+
+// warmConnections maps load.warm_connections onto the engine's count.
+func warmConnections(on bool) int {
+	if on {
+		return engine.WarmAuto
+	}
+	return 0
+}
+
+// Prepare loads the tokenizer and the dataset, once: Execute calls it, and
+// `servegate bench` calls it before starting a target so that a bad
+// dataset fails before any container starts. A prepared Plan keeps its
+// samples, so repeated runs send the same requests.
+func (p *Plan) Prepare(ctx context.Context) error {
+	if p.samples != nil {
+		return nil
+	}
+	tok, err := loadTokenizer(ctx, p.Tokenizer, p.Hub)
+	if err != nil {
+		return err
+	}
+	samples, err := dataset.Load(ctx, p.Dataset, tok)
+	if err != nil {
+		if p.Name != "" {
+			return fmt.Errorf("scenario %s: %w", p.Name, err)
+		}
+		return err
+	}
+	p.tok, p.samples = tok, samples
+	return nil
+}
+
+// Samples returns the prepared requests (nil before Prepare).
+func (p *Plan) Samples() []dataset.Sample { return p.samples }
