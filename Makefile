@@ -1,8 +1,9 @@
 # servegate: see README.md.
 .PHONY: setup test scenarios benchstat-check build e2e-vllm e2e-vllm-image vet fmt
 
-setup: ## build or fetch libtokenizers.a into .lib (cached by version)
-	ci/setup-tokenizers.sh
+setup: ## once per machine: libtokenizers.a built or taken from LIBTOKENIZERS, cached by version, its directory added to go env CGO_LDFLAGS
+	go run ./ci/cmd/setup
+	go mod download
 
 test: ## the test command CI runs
 	go test ./...

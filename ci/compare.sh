@@ -74,13 +74,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# checkout REF DIR: a detached worktree of REF, sharing the tokenizer library.
+# checkout REF DIR: a detached worktree of REF. It links with the tokenizer
+# library of `make setup` through go env CGO_LDFLAGS, like any module.
 checkout() {
   git -C "$root" worktree add --quiet --detach "$2" "$1" || die "cannot check out $1"
   worktrees+=("$2")
-  if [ -e "$root/.lib" ] && [ ! -e "$2/.lib" ]; then
-    ln -s "$(readlink -f "$root/.lib")" "$2/.lib"
-  fi
 }
 
 base_sha=$(git -C "$root" rev-parse --verify "$base_ref^{commit}") || die "unknown base ref $base_ref"

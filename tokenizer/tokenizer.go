@@ -3,16 +3,17 @@
 // library (Rust) through cgo. Token counts therefore match what a vLLM server
 // that loads the same tokenizer.json counts.
 //
-// Linking needs libtokenizers.a. `make setup` builds it from the module's own
-// Rust source and puts it in the repository's .lib directory, which the cgo
-// directive below adds to the linker's search path, so a plain `go test ./...`
-// links with no exported variable.
+// Linking needs libtokenizers.a on the linker's search path. The setup
+// command builds it once per machine (or takes a prebuilt one) and adds its
+// directory to CGO_LDFLAGS with `go env -w`, so a plain `go test ./...`
+// links in any module, this repository included:
+//
+//	go run github.com/servegate/servegate/ci/cmd/setup
+//
+// The package names no library directory itself: a directory relative to
+// its source would exist only in servegate's own checkout, never in a
+// user's module cache.
 package tokenizer
-
-/*
-#cgo LDFLAGS: -L${SRCDIR}/../.lib
-*/
-import "C"
 
 import (
 	"encoding/json"

@@ -63,7 +63,7 @@ func TestWorkflowTemplate(t *testing.T) {
 		assert.Contains(t, all, want)
 	}
 	// Files the workflow names exist in the repository.
-	for _, f := range []string{"ci/compare.sh", "ci/setup-tokenizers.sh", "Makefile"} {
+	for _, f := range []string{"ci/compare.sh", "ci/cmd/setup/main.go", "Makefile"} {
 		_, err := os.Stat(filepath.Join("..", "..", f))
 		assert.NoError(t, err, f)
 	}

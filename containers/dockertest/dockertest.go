@@ -15,12 +15,15 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // hermeticDefaults are the testcontainers settings a machine with no
@@ -33,14 +36,27 @@ var hermeticDefaults = map[string]string{
 	"TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1",
 }
 
+// EnvDockerLog is the variable that turns testcontainers' own log lines
+// (image builds, container start and stop) back on: SERVEGATE_DOCKER_LOG=1.
+const EnvDockerLog = "SERVEGATE_DOCKER_LOG"
+
+var quiet sync.Once
+
 // SetDefaults sets the hermetic testcontainers defaults for variables that are
-// unset. Call it before the first testcontainers call of the process.
+// unset, and silences testcontainers' logger unless SERVEGATE_DOCKER_LOG=1:
+// its lines would flood a run's output, where servegate's own lines belong.
+// Call it before the first testcontainers call of the process.
 func SetDefaults() {
 	for k, v := range hermeticDefaults {
 		if _, ok := os.LookupEnv(k); !ok {
 			os.Setenv(k, v)
 		}
 	}
+	quiet.Do(func() {
+		if os.Getenv(EnvDockerLog) != "1" {
+			tclog.SetDefault(tclog.NewNoopLogger())
+		}
+	})
 }
 
 // Ping reports whether a Docker daemon answers.
@@ -73,6 +89,20 @@ func Require(tb testing.TB) {
 	tb.Fatalf("no Docker daemon answers: %v\n"+
 		"start one (`sudo systemctl start docker`, or `dockerd >/tmp/dockerd.log 2>&1 &`; on Debian `apt-get install docker.io` first),\n"+
 		"or set SERVEGATE_SKIP_DOCKER=1 to skip the container tests", err)
+}
+
+// GoBuildStatic compiles the Go package pkg, named as the go command names
+// it from dir (".", "./cmd/app"), into a static Linux binary at out: no cgo,
+// so it runs in a FROM-scratch image. A failure carries the compiler's
+// output.
+func GoBuildStatic(ctx context.Context, dir, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // ScratchContext returns an in-memory docker build context (a tar archive)

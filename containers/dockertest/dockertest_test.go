@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
@@ -39,11 +40,7 @@ func buildStatic(tb testing.TB, src string) []byte {
 	dir := tb.TempDir()
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.26\n"), 0o644))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", "app", ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(tb, err, "go build: %s", out)
+	require.NoError(tb, GoBuildStatic(context.Background(), dir, ".", "app"))
 	bin, err := os.ReadFile(filepath.Join(dir, "app"))
 	require.NoError(tb, err)
 	return bin
@@ -103,6 +100,39 @@ func tarNames(tb testing.TB, r io.Reader) []string {
 		require.NoError(tb, err)
 		names = append(names, h.Name)
 	}
+}
+
+// TestQuietLogger runs a child test process that calls SetDefaults and then
+// logs through testcontainers' logger: the line is dropped unless
+// SERVEGATE_DOCKER_LOG=1 asks for it.
+func TestQuietLogger(t *testing.T) {
+	if os.Getenv("SERVEGATE_CHILD_QUIET") == "1" {
+		t.Skip("this is the child process")
+	}
+	for _, tc := range []struct {
+		env  string
+		want bool
+	}{{"", false}, {"0", false}, {"1", true}} {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestChildQuiet$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "SERVEGATE_CHILD_QUIET=1", EnvDockerLog+"="+tc.env)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "PASS: TestChildQuiet", "the child ran")
+		if tc.want {
+			require.Contains(t, string(out), "testcontainers-log-marker", "%s=%q", EnvDockerLog, tc.env)
+		} else {
+			require.NotContains(t, string(out), "testcontainers-log-marker", "%s=%q", EnvDockerLog, tc.env)
+		}
+	}
+}
+
+// TestChildQuiet is the child of TestQuietLogger.
+func TestChildQuiet(t *testing.T) {
+	if os.Getenv("SERVEGATE_CHILD_QUIET") != "1" {
+		t.Skip("run by TestQuietLogger in a child process")
+	}
+	SetDefaults()
+	tclog.Printf("testcontainers-log-marker")
 }
 
 // TestRemoveOrphans starts two labelled containers, one owned by a process
