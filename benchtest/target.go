@@ -54,10 +54,11 @@ func (t *Target) Close(ctx context.Context) error {
 // starters start each target kind of scenario.TargetKinds (targets.go,
 // targets_container.go).
 var starters = map[string]func(ctx context.Context, spec scenario.Target, log io.Writer) (*Target, error){
-	scenario.TargetURL:    startURL,
-	scenario.TargetInproc: startInproc,
-	scenario.TargetSim:    startSim,
-	scenario.TargetVLLM:   startVLLM,
+	scenario.TargetURL:       startURL,
+	scenario.TargetInproc:    startInproc,
+	scenario.TargetSim:       startSim,
+	scenario.TargetVLLM:      startVLLM,
+	scenario.TargetContainer: startContainer,
 }
 
 // StartTarget starts the server spec describes (or, for a url target,

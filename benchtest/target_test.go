@@ -88,7 +88,7 @@ func TestPoolStartError(t *testing.T) {
 	assert.Equal(t, int32(1), starts.Load(), "a failed start is not retried by every scenario")
 
 	_, err = p.acquire(t.Context(), t, scenario.Target{Kind: "k8s"})
-	require.EqualError(t, err, "start k8s target: unknown kind (kinds: [sim inproc vllm url])")
+	require.EqualError(t, err, "start k8s target: unknown kind (kinds: [sim inproc vllm url container])")
 }
 
 func TestBenchName(t *testing.T) {

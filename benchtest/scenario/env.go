@@ -68,6 +68,9 @@ func (sc *Scenario) Override(e Env) (*Scenario, error) {
 			if t.Kind == TargetURL {
 				t.URL = ""
 			}
+			if t.Kind == TargetContainer {
+				t.Build, t.Port, t.Cmd, t.Wait, t.Backends = nil, 0, nil, nil, nil
+			}
 		}
 		t.Kind = kind
 	}

@@ -27,7 +27,7 @@ func TestOverride(t *testing.T) {
 			want: Target{Kind: "url", URL: "http://127.0.0.1:9", StartTimeout: sc.Target.StartTimeout}},
 		{name: "vllm with model", env: Env{Target: "vllm", Model: "m"},
 			want: Target{Kind: "vllm", Model: "m", StartTimeout: sc.Target.StartTimeout}},
-		{name: "bad kind", env: Env{Target: "k8s"}, wantErr: `SERVEGATE_TARGET: must be one of sim, inproc, vllm, url; got "k8s"`},
+		{name: "bad kind", env: Env{Target: "k8s"}, wantErr: `SERVEGATE_TARGET: must be one of sim, inproc, vllm, url, container; got "k8s"`},
 		{name: "url kind without url", env: Env{Target: "url"}, wantErr: "SERVEGATE_TARGET=url needs SERVEGATE_URL (http://host:port)"},
 		{name: "url with another kind", env: Env{Target: "sim", URL: "http://x:1"}, wantErr: "SERVEGATE_URL is set but SERVEGATE_TARGET=sim; the URL is only for the url target"},
 		{name: "vllm without model", env: Env{Target: "vllm"}, wantErr: "scenario s with SERVEGATE_* overrides: s.yaml:2: target.model: required when target.kind is vllm (or set SERVEGATE_MODEL)"},

@@ -153,6 +153,9 @@ func (sc *Scenario) resolvePaths() {
 	if p := sc.Target.Tokenizer; strings.HasSuffix(p, ".json") && !filepath.IsAbs(p) {
 		sc.Target.Tokenizer = filepath.Join(dir, p)
 	}
+	if b := sc.Target.Build; b != nil && b.Context != "" && !filepath.IsAbs(b.Context) {
+		b.Context = filepath.Join(dir, b.Context)
+	}
 }
 
 // canonical copies a node without comments, styles and aliases, so that the

@@ -154,7 +154,7 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type bool", "name: a\nsampling:\n  ignore_eos: yes\n", `bad.yaml:3: sampling.ignore_eos: want true or false, got string "yes"`},
 		{"wrong type string field", "name: a\ntarget:\n  model: [x]\n", "bad.yaml:3: target.model: want a string, got a list"},
 		{"bad duration", "name: a\nload:\n  request_timeout: 30\n", "bad.yaml:3: load.request_timeout: want a duration such as 30s or 5m, got number 30"},
-		{"bad target kind", "name: a\ntarget:\n  kind: k8s\n", `bad.yaml:3: target.kind: must be one of sim, inproc, vllm, url; got "k8s"`},
+		{"bad target kind", "name: a\ntarget:\n  kind: k8s\n", `bad.yaml:3: target.kind: must be one of sim, inproc, vllm, url, container; got "k8s"`},
 		{"url target without url", "name: a\ntarget:\n  kind: url\n", "bad.yaml:2: target.url: required when target.kind is url (or set SERVEGATE_URL)"},
 		{"url target bad url", "name: a\ntarget:\n  kind: url\n  url: localhost:8000\n", `bad.yaml:4: target.url: want http://host:port, got "localhost:8000"`},
 		{"bad url with credentials", "name: a\ntarget:\n  kind: url\n  url: ftp://u:planted-pw-9@h/\n", `bad.yaml:4: target.url: want http://host:port, got "ftp://xxxxx@h/"`},

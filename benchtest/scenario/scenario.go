@@ -71,11 +71,15 @@ const (
 	TargetVLLM = "vllm"
 	// TargetURL is an already running server at Target.URL.
 	TargetURL = "url"
+	// TargetContainer is any OpenAI-compatible server in a container, from
+	// Target.Image or built from Target.Build, with Target.Backends (the
+	// simulator's replicas) behind it.
+	TargetContainer = "container"
 )
 
 // TargetKinds lists the target kinds: the one list that validation, the
 // environment override, `servegate bench --target` and the docs read.
-var TargetKinds = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL}
+var TargetKinds = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL, TargetContainer}
 
 // A Target is the server under test.
 type Target struct {
@@ -105,6 +109,55 @@ type Target struct {
 	// StartTimeout bounds starting the target (container build, model
 	// load). Default 10m.
 	StartTimeout Duration `yaml:"start_timeout"`
+
+	// Build builds a container target's image from a Dockerfile instead
+	// of Image.
+	Build *Build `yaml:"build"`
+	// Port is the container port a container target listens on. Default
+	// 8000.
+	Port int `yaml:"port"`
+	// Cmd replaces a container target image's command.
+	Cmd []string `yaml:"cmd"`
+	// Wait says when a container target is ready.
+	Wait *Wait `yaml:"wait"`
+	// Backends are the servers behind a container target (a router, a
+	// gateway): simulator replicas on a network the target joins, whose
+	// URLs it gets in SERVEGATE_BACKENDS.
+	Backends []Backend `yaml:"backends"`
+}
+
+// A Build is a docker build of a container target's image, cached by the
+// content hash of its context.
+type Build struct {
+	// Context is the build context directory, relative to the scenario
+	// file.
+	Context string `yaml:"context"`
+	// Dockerfile is the Dockerfile's path inside Context. Default
+	// Dockerfile.
+	Dockerfile string `yaml:"dockerfile"`
+	// Args are build arguments (ARG).
+	Args map[string]string `yaml:"args"`
+}
+
+// A Wait says when a container target is ready: a GET of Path answers 2xx.
+type Wait struct {
+	// Path is the path polled. Default /health.
+	Path string `yaml:"path"`
+	// Timeout bounds the wait once the container runs. Default 2m.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// A Backend is a group of identical simulator replicas behind a container
+// target, reachable on its network as sim-0, sim-1, ...
+type Backend struct {
+	// Kind is sim, the only kind so far.
+	Kind string `yaml:"kind"`
+	// Replicas is how many to start, 1 to 16. Default 1.
+	Replicas int `yaml:"replicas"`
+	// Profile is the simulator profile.
+	Profile string `yaml:"profile"`
+	// Args are simulator knobs, as a sim target's args (--max_num_seqs=8).
+	Args []string `yaml:"args"`
 }
 
 // A Dataset says which requests a scenario sends. Which length keys apply

@@ -69,6 +69,17 @@ func (sc *Scenario) validateTarget() error {
 		if t.Model == "" {
 			return sc.errorf("target.model", "required when target.kind is vllm (or set SERVEGATE_MODEL)")
 		}
+	case TargetContainer:
+		if err := sc.validateContainer(); err != nil {
+			return err
+		}
+	}
+	if t.Kind != TargetContainer {
+		for key, set := range map[string]bool{"target.build": t.Build != nil, "target.port": t.Port != 0, "target.cmd": len(t.Cmd) > 0, "target.wait": t.Wait != nil, "target.backends": len(t.Backends) > 0} {
+			if set {
+				return sc.errorf(key, "only for target.kind container; this target is %s", t.Kind)
+			}
+		}
 	}
 	if t.URL != "" && t.Kind != TargetURL {
 		return sc.errorf("target.url", "only for target.kind url; this target is %s", t.Kind)
@@ -78,6 +89,46 @@ func (sc *Scenario) validateTarget() error {
 	}
 	if t.StartTimeout < 0 {
 		return sc.errorf("target.start_timeout", "must not be negative, got %s", t.StartTimeout.D())
+	}
+	return nil
+}
+
+// maxBackendReplicas bounds target.backends[].replicas, so that a typo
+// cannot start hundreds of containers.
+const maxBackendReplicas = 16
+
+// validateContainer checks a container target: an image or a build, a
+// port, a wait and simulator backends.
+func (sc *Scenario) validateContainer() error {
+	t := sc.Target
+	if (t.Image == "") == (t.Build == nil) {
+		return sc.errorf("target.image", "a container target needs target.image or target.build, not both")
+	}
+	if t.Build != nil && t.Build.Context == "" {
+		return sc.errorf("target.build.context", "required: the build context directory")
+	}
+	if t.Port < 0 || t.Port > 65535 {
+		return sc.errorf("target.port", "must be a port number, 1 to 65535; got %d", t.Port)
+	}
+	if w := t.Wait; w != nil {
+		if w.Path != "" && !strings.HasPrefix(w.Path, "/") {
+			return sc.errorf("target.wait.path", "must start with /, got %q", w.Path)
+		}
+		if w.Timeout < 0 || w.Timeout.D() > engine.MaxTimeout {
+			return sc.errorf("target.wait.timeout", "must be between 0 and %v, got %v", engine.MaxTimeout, w.Timeout.D())
+		}
+	}
+	for i, b := range t.Backends {
+		key := fmt.Sprintf("target.backends[%d]", i)
+		if b.Kind != "" && b.Kind != TargetSim {
+			return sc.errorf(key+".kind", "must be sim (the simulator); got %q", b.Kind)
+		}
+		if b.Replicas < 0 || b.Replicas > maxBackendReplicas {
+			return sc.errorf(key+".replicas", "must be 1 to %d, got %d", maxBackendReplicas, b.Replicas)
+		}
+		if _, err := (Target{Args: b.Args}).SimKnobs(); err != nil {
+			return sc.errorf(key+".args", "%v", err)
+		}
 	}
 	return nil
 }
