@@ -5,10 +5,10 @@ setup: ## once per machine: libtokenizers.a built or taken from LIBTOKENIZERS, c
 	go run ./ci/cmd/setup
 	go mod download
 
-test: ## the test command CI runs
+test: setup ## the tests, set-up included (what CI runs)
 	go test ./...
 
-scenarios: ## the main job: every shipped scenario against the simulator container
+scenarios: setup ## the main job, set-up included: every shipped scenario against the simulator container
 	go test -v ./scenarios/...
 
 benchstat-check: ## scenario benchmarks twice, benchstat on go test output and benchfmt files
