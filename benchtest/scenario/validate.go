@@ -61,10 +61,6 @@ func (sc *Scenario) validateTarget() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return sc.errorf("target.url", "want http://host:port, got %q", t.URL)
 		}
-	case TargetVLLM:
-		if t.Model == "" {
-			return sc.errorf("target.model", "required when target.kind is vllm (or set SERVEGATE_MODEL)")
-		}
 	}
 	if t.URL != "" && t.Kind != TargetURL {
 		return sc.errorf("target.url", "only for target.kind url; this target is %s", t.Kind)
