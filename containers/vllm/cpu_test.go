@@ -62,7 +62,7 @@ func TestCheckCPU(t *testing.T) {
 }
 
 func TestRequiredFlags(t *testing.T) {
-	vnni := map[string]string{LabelCPUFlags: "avx512f,avx512bw,avx512vl,avx512dq,avx512_vnni"}
+	vnni := map[string]string{LabelCPUFlags: "avx512f,avx512bw,avx512vl,avx512dq,avx512_vnni,avx512_bf16"}
 	tests := []struct {
 		image  string
 		labels map[string]string
@@ -72,7 +72,7 @@ func TestRequiredFlags(t *testing.T) {
 		{DefaultImage, nil, "amd64", AVX512Flags},
 		{releaseRepo + ":v0.12.0", nil, "amd64", AVX512Flags},
 		{LocalImageAVX2, map[string]string{LabelCPUFlags: "avx2"}, "amd64", AVX2Flags},
-		{LocalImageAVX512VNNI, vnni, "amd64", AVX512VNNIFlags},
+		{LocalImageAVX512VNNI, vnni, "amd64", AVX512Flags},
 		{"my/unlabelled:1", nil, "amd64", AVX2Flags},
 		{"my/vllm:arm", nil, "arm64", nil},
 		{"my/vllm:arm", map[string]string{LabelCPUFlags: "asimd, sve"}, "arm64", []string{"asimd", "sve"}},
@@ -91,7 +91,7 @@ func (f fakeImages) labels(_ context.Context, img string) (map[string]string, bo
 }
 
 var (
-	vnniLabels = map[string]string{LabelISA: ISAAVX512VNNI, LabelVersion: "0.13.0", LabelCPUFlags: strings.Join(AVX512VNNIFlags, ",")}
+	vnniLabels = map[string]string{LabelISA: ISAAVX512VNNI, LabelVersion: "0.13.0", LabelCPUFlags: strings.Join(AVX512Flags, ",")}
 	avx2Labels = map[string]string{LabelISA: ISAAVX2, LabelVersion: "0.13.0", LabelCPUFlags: "avx2"}
 )
 
@@ -136,7 +136,7 @@ func TestAVX512ImageRefusedOnAVX2(t *testing.T) {
 			assert.Nil(t, c)
 			var ce *CPUError
 			require.ErrorAs(t, err, &ce)
-			assert.Equal(t, []string{"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"}, ce.Missing)
+			assert.Equal(t, []string{"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16"}, ce.Missing)
 			assert.Contains(t, err.Error(), "its label "+LabelCPUFlags+"=")
 			assert.Contains(t, err.Error(), LocalImageAVX2)
 			if _, ok := images[LocalImageAVX2]; ok {

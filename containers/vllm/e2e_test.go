@@ -85,6 +85,12 @@ func TestE2EContainer(t *testing.T) {
 		})
 	}
 
+	// The log tail is read when asked, not when the server became ready:
+	// it shows the requests served since.
+	tail, err := c.LogTail(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, tail, "POST /v1/chat/completions", "the log tail is current")
+
 	t.Run("without ignore_eos", func(t *testing.T) {
 		cfg := engine.Config{BaseURL: base, Backend: client.BackendVLLM, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
 		res, err := engine.Run(ctx, cfg, samples[:3])

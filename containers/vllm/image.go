@@ -65,7 +65,7 @@ func chooseImage(ctx context.Context, cpuinfo string, images imageStore) (ImageC
 		return ImageChoice{}, err
 	}
 	var candidates []string
-	if len(MissingFlags(have, AVX512VNNIFlags)) == 0 {
+	if len(MissingFlags(have, AVX512Flags)) == 0 {
 		candidates = append(candidates, LocalImageAVX512VNNI)
 	}
 	if len(MissingFlags(have, AVX2Flags)) == 0 {
