@@ -34,10 +34,10 @@ export SERVEGATE_E2E_OUTPUT_LEN=${SERVEGATE_E2E_OUTPUT_LEN:-32}
 mkdir -p "$out"
 cd "$repo"
 
-"$here/../image/build.sh"
-"$here/../image/install-venv.sh" "$venv" "$wheel" # kept by build.sh; vllm bench serve runs from it
+"$here/../image/install-venv.sh" "$venv" "$wheel" # the venv build.sh packages; vllm serve and vllm bench serve run from it
 
 if [[ " $steps " == *" container "* ]]; then
+	[ -n "${SERVEGATE_IMAGE:-}" ] || "$here/../image/build.sh"
 	SERVEGATE_E2E_VLLM=1 SERVEGATE_IMAGE=$image \
 		go test ./containers/vllm/ -run '^TestE2EContainer$' -v -count=1 -timeout 40m
 fi

@@ -76,7 +76,7 @@ fi
 
 report() {
 	docker image inspect --format '{{.Size}}' "$image" | awk -v img="$image" -v s="$1" \
-		'{ printf "build.sh: %s image %s, %.2f GB (%d bytes)\n", s, img, $1/1e9, $1 }'
+		'{ printf "build.sh: %s image %s, %.2f GB (%.0f bytes)\n", s, img, $1/1e9, $1 }'
 	docker image inspect --format '{{range $k, $v := .Config.Labels}}  {{$k}}={{$v}}{{println}}{{end}}' "$image"
 }
 if docker image inspect "$image" >/dev/null 2>&1; then
@@ -110,7 +110,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # 4. The venv and the image.
+# The Debian root file system (debootstrap, cached) is made while the venv
+# installs: the two downloads overlap.
+"$here/rootfs-image.sh" --base > "${TMPDIR:-/tmp}/servegate-vllm-rootfs.log" 2>&1 &
+base=$!
 PYTHON=$python "$here/install-venv.sh" "$venv" "$wheel"
+if ! wait $base; then
+	echo "build.sh: debootstrap failed:" >&2; tail -20 "${TMPDIR:-/tmp}/servegate-vllm-rootfs.log" >&2; exit 1
+fi
 "$here/rootfs-image.sh" "$venv" "$image" \
 	"org.servegate.vllm.isa=$isa" "org.servegate.vllm.version=$version" \
 	"org.servegate.vllm.wheel=$wheel" "org.servegate.cpu-flags=$need" \

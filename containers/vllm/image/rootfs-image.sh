@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# rootfs-image.sh --base: makes the Debian root file system only (build.sh
+# runs it while the venv installs).
 # rootfs-image.sh VENV IMAGE [LABEL=VALUE...]: packages a vLLM virtual
 # environment (made by install-venv.sh) as a local Docker image, for machines
 # with no registry: a Debian bookworm root file system from debootstrap, the
@@ -18,9 +20,6 @@
 # Needs root, debootstrap and a Docker daemon. The root file system is cached
 # in $BUILD_DIR (default /var/tmp/servegate-vllm-image), never in the repo.
 set -euo pipefail
-venv=$(cd "${1:?usage: rootfs-image.sh VENV IMAGE [LABEL=VALUE...]}" && pwd)
-image=${2:?usage: rootfs-image.sh VENV IMAGE [LABEL=VALUE...]}
-shift 2
 build=${BUILD_DIR:-/var/tmp/servegate-vllm-image}
 drop=${DROP-triton nvidia}
 rootfs=$build/rootfs
@@ -35,6 +34,11 @@ if ! [ -x "$rootfs/usr/bin/g++" ]; then
 		bookworm "$rootfs"
 fi
 rm -rf "$rootfs/var/cache/apt/archives"/*.deb "$rootfs/var/lib/apt/lists"/*
+[ "${1:-}" = --base ] && exit 0
+
+venv=$(cd "${1:?usage: rootfs-image.sh VENV IMAGE [LABEL=VALUE...]}" && pwd)
+image=${2:?usage: rootfs-image.sh VENV IMAGE [LABEL=VALUE...]}
+shift 2
 
 # The venv points at its interpreter by absolute path: copy it to the same path.
 home=$(sed -n 's/^home = //p' "$venv/pyvenv.cfg")
