@@ -10,6 +10,7 @@ set -euo pipefail
 n=${1:-20}
 cd "$(dirname "$0")/../.."
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 echo "calibrate: $n runs, results in $out"
 SERVEGATE_TARGET=vllm SERVEGATE_OUT=$out go test -count="$n" -v -timeout 3h -run '^TestScenarios$' ./scenarios/vllm/ > "$out/go-test.log" 2>&1 || true
 grep -E '^\s+--- (PASS|FAIL|SKIP): TestScenarios/' "$out/go-test.log" |
