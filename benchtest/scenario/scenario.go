@@ -85,7 +85,10 @@ var TargetKinds = []string{TargetSim, TargetInproc, TargetVLLM, TargetURL, Targe
 type Target struct {
 	// Kind is sim (default), inproc, vllm or url.
 	Kind string `yaml:"kind"`
-	// Model is the model id the results name and the server serves.
+	// Model is the model id the results name and the server serves. On
+	// the vllm target it may be empty (the shipped tiny model, served with
+	// random weights), a local model directory, or a model id in the
+	// Hugging Face cache; nothing is downloaded.
 	Model string `yaml:"model"`
 	// ServedModelName, when set, is the model name sent in requests.
 	ServedModelName string `yaml:"served_model_name"`
@@ -124,6 +127,29 @@ type Target struct {
 	// gateway): simulator replicas on a network the target joins, whose
 	// URLs it gets in SERVEGATE_BACKENDS.
 	Backends []Backend `yaml:"backends"`
+	// VLLM says how a simulator scenario runs on a real vLLM (kind vllm,
+	// or SERVEGATE_TARGET=vllm): its model, image, extra vllm serve args
+	// and env. Override applies it; see VLLMTarget.
+	VLLM *VLLMTarget `yaml:"vllm"`
+}
+
+// A VLLMTarget holds the settings a scenario needs on the vllm target
+// beside its own target block. When the target is vllm (from the file or
+// an override) Override applies it: Model and Image when set replace the
+// target's, Args follow the target's (after the simulator knobs mapped to
+// vllm serve flags, so they win), Env is merged over the target's. With
+// it, the simulator profile is not used on vLLM (the block says how the
+// scenario runs there); without it, a scenario with a profile does not run
+// on vLLM (its SLOs are the profile's).
+type VLLMTarget struct {
+	// Model is the model vLLM serves (default: the tiny model).
+	Model string `yaml:"model"`
+	// Image is the vLLM image (default: the one built for this CPU).
+	Image string `yaml:"image"`
+	// Args are extra vllm serve flags.
+	Args []string `yaml:"args"`
+	// Env is extra container environment.
+	Env map[string]string `yaml:"env"`
 }
 
 // A Build is a docker build of a container target's image, cached by the

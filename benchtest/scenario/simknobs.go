@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -17,4 +18,71 @@ func (t Target) SimKnobs() (map[string]string, error) {
 		set[strings.ReplaceAll(k, "-", "_")] = v
 	}
 	return set, nil
+}
+
+// vllmFlags maps the simulator knobs that vLLM has onto vllm serve flags.
+var vllmFlags = map[string]func(v string) ([]string, error){
+	"enable_prefix_caching": func(v string) ([]string, error) {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("want true or false, got %q", v)
+		}
+		if on {
+			return []string{"--enable-prefix-caching"}, nil
+		}
+		return []string{"--no-enable-prefix-caching"}, nil
+	},
+	"max_num_seqs":           intFlag("--max-num-seqs"),
+	"max_num_batched_tokens": intFlag("--max-num-batched-tokens"),
+	"block_size":             intFlag("--block-size"),
+	"max_model_len":          intFlag("--max-model-len"),
+}
+
+func intFlag(flag string) func(v string) ([]string, error) {
+	return func(v string) ([]string, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("want a positive integer, got %q", v)
+		}
+		return []string{flag, strconv.Itoa(n)}, nil
+	}
+}
+
+// VLLMKnobs lists the simulator knobs that map onto vllm serve flags, in
+// the order the docs give them.
+var VLLMKnobs = []string{"enable_prefix_caching", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_model_len"}
+
+// vllmArgs maps a simulator target's knobs onto vllm serve flags. A knob
+// vLLM has no equivalent for is an *UnsupportedError.
+func (t Target) vllmArgs(scenario string) ([]string, error) {
+	var args []string
+	for i, a := range t.Args {
+		k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		k = strings.ReplaceAll(k, "-", "_")
+		flag, known := vllmFlags[k]
+		if !ok || !known {
+			return nil, &UnsupportedError{Scenario: scenario, Kind: TargetVLLM, Reason: fmt.Sprintf(
+				"target.args[%d] %s: the simulator knob %s has no vLLM equivalent (vLLM has %s)", i, a, k, strings.Join(VLLMKnobs, ", "))}
+		}
+		f, err := flag(v)
+		if err != nil {
+			return nil, fmt.Errorf("target.args[%d] %s: %w", i, a, err)
+		}
+		args = append(args, f...)
+	}
+	return args, nil
+}
+
+// An UnsupportedError says that a scenario cannot run on a target kind: a
+// setting it relies on has no equivalent there, and dropping it would
+// measure something else. benchtest's Run and Bench skip the scenario with
+// this message; `servegate bench` reports it as an error.
+type UnsupportedError struct {
+	Scenario string // the scenario's name
+	Kind     string // the target kind it cannot run on
+	Reason   string // which setting, and why
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("scenario %s cannot run on the %s target: %s", e.Scenario, e.Kind, e.Reason)
 }

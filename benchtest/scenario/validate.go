@@ -65,10 +65,6 @@ func (sc *Scenario) validateTarget() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return sc.errorf("target.url", "want http://host:port, got %q", redact.String(t.URL))
 		}
-	case TargetVLLM:
-		if t.Model == "" {
-			return sc.errorf("target.model", "required when target.kind is vllm (or set SERVEGATE_MODEL)")
-		}
 	case TargetContainer:
 		if err := sc.validateContainer(); err != nil {
 			return err

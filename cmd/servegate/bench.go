@@ -95,7 +95,7 @@ func scenarioPlans(path string, a *benchArgs, fp *benchPlan, p *argParser) ([]*b
 	for _, sc := range scs {
 		over, err := sc.Override(env)
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			return nil, overrideError(sc.Name, err)
 		}
 		if sc.Capacity != nil {
 			return nil, fmt.Errorf("scenario %s has a capacity block: run it with servegate sweep --scenario %s", sc.Name, path)

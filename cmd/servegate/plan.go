@@ -65,7 +65,7 @@ func scenarioPlan(sc *scenario.Scenario, a *benchArgs, fp *benchPlan, p *argPars
 	}
 	over, err := sc.Override(env)
 	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		return nil, overrideError(sc.Name, err)
 	}
 	plan := benchtest.NewPlan(over)
 	applyFlags(plan, a, fp, p.given)
@@ -233,4 +233,13 @@ func applyRampUp(plan *benchtest.Plan, a *benchArgs) {
 	info := &plan.Info
 	info.RequestRate = inf
 	info.RampUpStrategy, info.RampUpStartRPS, info.RampUpEndRPS = r.Strategy, int(r.StartRPS), int(r.EndRPS)
+}
+
+// overrideError names the scenario in an override's error, unless the
+// error already starts with it.
+func overrideError(name string, err error) error {
+	if strings.HasPrefix(err.Error(), "scenario "+name+" ") {
+		return err
+	}
+	return fmt.Errorf("scenario %s: %w", name, err)
 }

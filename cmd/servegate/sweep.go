@@ -134,7 +134,7 @@ func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
 	for _, sc := range picked {
 		over, err := sc.Override(env)
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+			return nil, overrideError(sc.Name, err)
 		}
 		if len(over.SLO.Bounds) == 0 {
 			return nil, fmt.Errorf("scenario %s: no slo.bounds; the capacity is the highest rate at which they all hold", sc.Name)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/containers/vllm"
 	"github.com/servegate/servegate/fixtures"
 	"github.com/servegate/servegate/tokenizer"
 )
@@ -22,7 +23,7 @@ import (
 const e2eEnv = "SERVEGATE_E2E_VLLM"
 
 // requireE2E skips the test unless SERVEGATE_E2E_VLLM=1: it needs a real vLLM
-// (the image e2e/build-image.sh makes, or a running server) and minutes.
+// (the image `make vllm-image` builds, or a running server) and minutes.
 func requireE2E(tb testing.TB) {
 	tb.Helper()
 	if os.Getenv(e2eEnv) != "1" {
@@ -30,25 +31,13 @@ func requireE2E(tb testing.TB) {
 	}
 }
 
-// writeTinyModel writes the tiny Llama model e2e/make-model.sh writes: the
-// config from testdata and the Llama-3 tokenizer files of the tokenizers
-// module. With allEOS, generation_config.json makes every token id an
-// end-of-sequence token, so a request without ignore_eos stops after one
-// token and ignore_eos is visible.
+// writeTinyModel writes the tiny model (vllm.WriteTinyModel). With allEOS,
+// generation_config.json makes every token id an end-of-sequence token, so
+// a request without ignore_eos stops after one token and ignore_eos is
+// visible.
 func writeTinyModel(tb testing.TB, dir string, allEOS bool) {
 	tb.Helper()
-	mod, err := fixtures.TokenizersModuleDir()
-	require.NoError(tb, err)
-	files := map[string]string{
-		"config.json":           "testdata/tiny-llama/config.json",
-		"tokenizer.json":        filepath.Join(mod, "test", "data", fixtures.Llama3),
-		"tokenizer_config.json": filepath.Join(mod, "test", "data", "meta-llama-3-8b-instruct", "tokenizer_config.json"),
-	}
-	for name, src := range files {
-		b, err := os.ReadFile(src)
-		require.NoError(tb, err)
-		require.NoError(tb, os.WriteFile(filepath.Join(dir, name), b, 0o644))
-	}
+	require.NoError(tb, vllm.WriteTinyModel(dir))
 	if allEOS {
 		ids := make([]int, 128256)
 		for i := range ids {

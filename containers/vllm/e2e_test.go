@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,24 +20,20 @@ import (
 	"github.com/servegate/servegate/containers/vllm"
 )
 
-// TestE2EContainer starts real vLLM through the module (the local AVX2 image
-// by default, $SERVEGATE_IMAGE otherwise) serving the tiny dummy-weight
-// Llama with every token id an EOS, and drives it with the engine: streamed
-// completions and chat with no failures, output tokens equal to the server's
-// usage and to max_tokens (ignore_eos honoured), and a control run without
-// ignore_eos that stops after one token.
+// TestE2EContainer starts real vLLM through the module (the image `make
+// vllm-image` built for this CPU, or $SERVEGATE_IMAGE) serving the tiny
+// dummy-weight Llama with every token id an EOS, and drives it with the
+// engine: streamed completions and chat with no failures, output tokens
+// equal to the server's usage and to max_tokens (ignore_eos honoured), and a
+// control run without ignore_eos that stops after one token.
 func TestE2EContainer(t *testing.T) {
 	requireE2E(t)
 	dockertest.Require(t)
 	ctx := context.Background()
-	img := os.Getenv(vllm.ImageEnv)
-	if img == "" {
-		img = vllm.LocalImage
-	}
 	model := t.TempDir()
 	writeTinyModel(t, model, true)
 
-	c, err := vllm.Run(ctx, img,
+	c, err := vllm.Run(ctx, "",
 		vllm.WithModelDir(model, "/models/tiny-llama"),
 		vllm.WithModel("/models/tiny-llama"),
 		vllm.WithServedModelName("tiny-llama"),
@@ -50,6 +45,7 @@ func TestE2EContainer(t *testing.T) {
 	)
 	testcontainers.CleanupContainer(t, c)
 	require.NoError(t, err)
+	t.Logf("image %s: %s", c.Image.Image, c.Image.Reason)
 	base, err := c.BaseURL(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "tiny-llama", c.Model)
@@ -75,8 +71,11 @@ func TestE2EContainer(t *testing.T) {
 				// With ignore_eos every request runs to max_tokens although
 				// every token is an EOS; usage reports it.
 				assert.Equal(t, samples[i].OutputLen, r.OutputTokens, "request %d output tokens (server usage)", i)
-				// One token per streamed chunk: the chunks seen agree with usage.
-				assert.Equal(t, r.OutputTokens, len(r.ITL)+1, "request %d chunks", i)
+				// A chunk carries one token or more (an AVX512 server
+				// sometimes sends 2): tokens are counted from usage, and the
+				// chunks seen can only be fewer.
+				assert.LessOrEqual(t, len(r.ITL)+1, r.OutputTokens, "request %d chunks", i)
+				assert.NotEmpty(t, r.ITL, "request %d streamed more than one chunk", i)
 				if backend == client.BackendVLLM {
 					assert.Equal(t, r.PromptLen, r.ServerPromptTokens, "request %d prompt tokens", i)
 				}
@@ -85,6 +84,12 @@ func TestE2EContainer(t *testing.T) {
 				backend, sum.Completed, sum.TTFT.Mean, sum.TPOT.Mean, sum.OutputThroughput)
 		})
 	}
+
+	// The log tail is read when asked, not when the server became ready:
+	// it shows the requests served since.
+	tail, err := c.LogTail(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, tail, "POST /v1/chat/completions", "the log tail is current")
 
 	t.Run("without ignore_eos", func(t *testing.T) {
 		cfg := engine.Config{BaseURL: base, Backend: client.BackendVLLM, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
@@ -115,13 +120,9 @@ func get(t *testing.T, url string) string {
 func TestE2EStartFailureLogs(t *testing.T) {
 	requireE2E(t)
 	dockertest.Require(t)
-	img := os.Getenv(vllm.ImageEnv)
-	if img == "" {
-		img = vllm.LocalImage
-	}
 	t.Setenv("HF_TOKEN", "hf_e2e_not_a_real_token")
 	var logs recordingLogger
-	c, err := vllm.Run(context.Background(), img,
+	c, err := vllm.Run(context.Background(), "",
 		vllm.WithModel("/models/none"),
 		vllm.WithExtraArgs("--dtype", "not-a-dtype"),
 		vllm.WithStartupTimeout(5*time.Minute),

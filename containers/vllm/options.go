@@ -49,6 +49,9 @@ type options struct {
 	hfCacheHostDir  string
 	hfCacheVolume   string
 	modelDirs       map[string]string // host dir -> container path
+	hubCacheHostDir string            // host hub cache mounted for an offline model
+	files           []testcontainers.ContainerFile
+	images          imageStore
 	shmSizeBytes    int64
 	startupTimeout  time.Duration
 	cpuFlags        []string
@@ -68,6 +71,7 @@ func defaultOptions() options {
 		goarch:         runtime.GOARCH,
 		env:            map[string]string{},
 		modelDirs:      map[string]string{},
+		images:         dockerImages{},
 	}
 }
 
@@ -220,7 +224,8 @@ func WithStartupTimeout(d time.Duration) Option {
 }
 
 // WithCPUFlags sets the /proc/cpuinfo flags the image needs, replacing the
-// default (AVX512Flags for vLLM's release images, AVX2Flags otherwise).
+// default: the image's LabelCPUFlags label, AVX512Flags for vLLM's release
+// images, AVX2Flags otherwise.
 func WithCPUFlags(flags ...string) Option {
 	return func(o *options) error {
 		o.cpuFlags = append([]string(nil), flags...)
@@ -238,6 +243,15 @@ func WithoutCPUCheck() Option { return WithCPUFlags() }
 func WithLogger(l Logger) Option {
 	return func(o *options) error {
 		o.logger = l
+		return nil
+	}
+}
+
+// withImages replaces the Docker daemon as the source of image labels
+// (tests).
+func withImages(s imageStore) Option {
+	return func(o *options) error {
+		o.images = s
 		return nil
 	}
 }

@@ -24,8 +24,8 @@ func request(t *testing.T, opts ...Option) (options, testcontainers.GenericConta
 	for _, opt := range opts {
 		require.NoError(t, opt(&o))
 	}
-	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: LocalImage}}
-	for _, c := range o.customizers(newLogTail(10)) {
+	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: LocalImageAVX2}}
+	for _, c := range o.customizers() {
 		require.NoError(t, c.Customize(&req))
 	}
 	return o, req
@@ -143,24 +143,24 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	for want, opt := range tests {
 		t.Run(want, func(t *testing.T) {
-			c, err := Run(context.Background(), LocalImage, opt)
+			c, err := Run(context.Background(), LocalImageAVX2, opt)
 			assert.Nil(t, c)
 			require.ErrorContains(t, err, "run vllm: "+want)
 		})
 	}
 }
 
-// TestRunChecksCPUFirst proves the CPU check stops Run before any Docker call:
-// it needs no daemon.
+// TestRunChecksCPUFirst proves the CPU check stops Run before any container
+// starts.
 func TestRunChecksCPUFirst(t *testing.T) {
-	c, err := Run(context.Background(), DefaultImage, withCPUInfo("testdata/cpuinfo-avx2.txt", "amd64"))
+	c, err := Run(context.Background(), DefaultImage, withCPUInfo("testdata/cpuinfo-avx2.txt", "amd64"), withImages(fakeImages{}))
 	assert.Nil(t, c)
 	var ce *CPUError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, DefaultImage, ce.Image)
 	assert.Contains(t, err.Error(), "avx512f")
 
-	_, err = Run(context.Background(), DefaultImage, withCPUInfo("testdata/no-such-file", "amd64"))
+	_, err = Run(context.Background(), DefaultImage, withCPUInfo("testdata/no-such-file", "amd64"), withImages(fakeImages{}))
 	require.ErrorContains(t, err, "vllm cpu check")
 	assert.False(t, errors.As(err, &ce))
 }
@@ -168,19 +168,17 @@ func TestRunChecksCPUFirst(t *testing.T) {
 func TestImageFromEnvironment(t *testing.T) {
 	t.Setenv(ImageEnv, "")
 	assert.Equal(t, DefaultImage, Image())
-	t.Setenv(ImageEnv, LocalImage)
-	assert.Equal(t, LocalImage, Image())
+	t.Setenv(ImageEnv, LocalImageAVX2)
+	assert.Equal(t, LocalImageAVX2, Image())
 }
 
-func TestLogTailKeepsLastLines(t *testing.T) {
-	l := newLogTail(3)
-	l.Accept(testcontainers.Log{Content: []byte("one\ntwo\n")})
-	l.Accept(testcontainers.Log{Content: []byte("three\n")})
-	l.Accept(testcontainers.Log{Content: []byte("four\nfive")})
-	assert.Equal(t, "three\nfour\nfive", l.String())
-	var got []string
-	l.dump(logFunc(func(f string, a ...any) { got = append(got, f) }), "title")
-	assert.Len(t, got, 1)
+func TestTailLinesKeepsLastLines(t *testing.T) {
+	got, err := tailLines(strings.NewReader("one\ntwo\nthree\nfour\nfive"), 3)
+	require.NoError(t, err)
+	assert.Equal(t, "three\nfour\nfive", got)
+	got, err = tailLines(strings.NewReader("one\n"), 3)
+	require.NoError(t, err)
+	assert.Equal(t, "one", got)
 }
 
 type logFunc func(format string, args ...any)
@@ -193,8 +191,8 @@ func (f logFunc) Logf(format string, args ...any) { f(format, args...) }
 func TestRunLabelsOwner(t *testing.T) {
 	o := defaultOptions()
 	custom := []testcontainers.ContainerCustomizer{testcontainers.WithLifecycleHooks()}
-	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: LocalImage}}
-	for _, c := range o.runCustomizers(newLogTail(10), custom) {
+	req := testcontainers.GenericContainerRequest{ContainerRequest: testcontainers.ContainerRequest{Image: LocalImageAVX2}}
+	for _, c := range o.runCustomizers(custom) {
 		require.NoError(t, c.Customize(&req))
 	}
 	for k, v := range dockertest.Self().Labels() {

