@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -100,7 +101,7 @@ func (w *Warmer) Warm(ctx context.Context, baseURL string, n int) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				first = cmpErr(first, err)
+				first = cmp.Or(first, err) // the first error says why
 				return
 			}
 			got = append(got, c)
@@ -140,13 +141,6 @@ func probe(ctx context.Context, c net.Conn, host string) error {
 	resp.Body.Close()
 	if err == nil && resp.Close {
 		err = fmt.Errorf("GET /health closed the connection (%s)", resp.Status)
-	}
-	return err
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
 	}
 	return err
 }
