@@ -201,7 +201,20 @@ func (r *Recorder) Start(ctx context.Context) {
 	}()
 }
 
-// Stop ends the periodic scrapes and scrapes a last time.
+// The last scrape of a run repeats, settlePause apart, for at most
+// settleTimeout (see Stop).
+const (
+	settleTimeout = time.Second
+	settlePause   = 50 * time.Millisecond
+)
+
+// Stop ends the periodic scrapes and scrapes a last time. A server may
+// count a request after its last byte went out (vLLM records its stats
+// after it hands the outputs to the request streams), so the last scrape
+// is taken again until the counters hold still between two scrapes and
+// no request is running or waiting, for at most settleTimeout; the
+// settled scrape replaces the one before it. A server that others keep
+// busy never settles and costs the full second.
 func (r *Recorder) Stop(ctx context.Context) {
 	if r.stop != nil {
 		r.stop()
@@ -211,6 +224,45 @@ func (r *Recorder) Stop(ctx context.Context) {
 		return
 	}
 	r.scrapeOnce(ctx)
+	deadline := time.Now().Add(settleTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		prev, ok := r.last()
+		if !ok {
+			return
+		}
+		time.Sleep(settlePause)
+		s, err := r.scraper.Scrape(ctx)
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		r.series[len(r.series)-1] = s
+		r.mu.Unlock()
+		if settled(prev, s) {
+			return
+		}
+	}
+}
+
+// last returns the newest scrape of the run.
+func (r *Recorder) last() (Snapshot, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.series) == 0 {
+		return Snapshot{}, false
+	}
+	return r.series[len(r.series)-1], true
+}
+
+// settled reports whether b, scraped after a, shows an idle server whose
+// counters did not move.
+func settled(a, b Snapshot) bool {
+	for _, c := range counters {
+		if a.Values[c] != b.Values[c] {
+			return false
+		}
+	}
+	return b.Values[RequestsRunning] == 0 && b.Values[RequestsWaiting] == 0
 }
 
 func (r *Recorder) missing() bool {

@@ -252,3 +252,33 @@ func getJSON(tb testing.TB, url string, v any) {
 	require.Equal(tb, http.StatusOK, resp.StatusCode, url)
 	require.NoError(tb, json.NewDecoder(resp.Body).Decode(v))
 }
+
+// TestStopWaitsForLateCounters serves an exposition that, like vLLM's,
+// counts the run's last tokens a little after the run ended: the summary
+// must hold them, not the count of the scrape at the instant of Stop.
+func TestStopWaitsForLateCounters(t *testing.T) {
+	var mu sync.Mutex
+	gen, running := 100.0, 1.0
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total %g\n"+
+			"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %g\n", gen, running)
+	}))
+	defer hs.Close()
+	r := NewRecorder(hs.URL, Options{Interval: time.Hour}, nil)
+	ctx := context.Background()
+	r.Start(ctx)
+	mu.Lock()
+	gen = 340 // the run's requests, all but the last 16 tokens counted
+	mu.Unlock()
+	time.AfterFunc(120*time.Millisecond, func() {
+		mu.Lock()
+		gen, running = 356, 0
+		mu.Unlock()
+	})
+	r.Stop(ctx)
+	s := Summarize(r)
+	assert.Equal(t, 256.0, s.Values["generation_tokens"])
+	assert.Len(t, s.Series, 2, "the settled scrape replaces the last one")
+}
