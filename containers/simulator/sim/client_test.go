@@ -131,7 +131,12 @@ func TestEngineWaitsForSlowStart(t *testing.T) {
 	}
 	cfg := bench.Config{Model: "sim-test", Tokenizer: tk, IgnoreEOS: true, ReadyInterval: 50 * time.Millisecond}
 
-	_, base := start(t, Config{Params: &p})
+	// A minute-long start, so that however late the machine lets this
+	// test reach the wait, the server is still starting (a 600 ms one
+	// was over before a 100 ms wait began on a loaded machine).
+	slow := p
+	slow.StartupDelayMS = 60_000
+	_, base := start(t, Config{Params: &slow})
 	cfg.BaseURL, cfg.ReadyTimeout = base, 100*time.Millisecond
 	_, err := bench.Run(context.Background(), cfg, samples)
 	require.ErrorContains(t, err, "The server is starting up.")
