@@ -173,7 +173,7 @@ func formatter(name string) (func(*Report, io.Writer) error, error) {
 	return nil, fmt.Errorf("-format %q: want text, markdown or json", name)
 }
 
-func writeFile(name string, rep *Report, write func(*Report, io.Writer) error) error {
+func writeFile[R any](name string, rep R, write func(R, io.Writer) error) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
@@ -215,15 +215,8 @@ func mainHistory(dir, policyFile string, alpha float64, format, mdFile, jsonFile
 		if file == "" {
 			continue
 		}
-		f, ferr := os.Create(file)
-		if ferr == nil {
-			ferr = w(rep, f)
-			if cerr := f.Close(); ferr == nil {
-				ferr = cerr
-			}
-		}
-		if ferr != nil {
-			return fail(fmt.Errorf("write report: %w", ferr))
+		if ferr := writeFile(file, rep, w); ferr != nil {
+			return fail(ferr)
 		}
 	}
 	if err != nil {
