@@ -123,7 +123,11 @@ func stepOf(o *Outcome) capacity.Step {
 		st.P99TTFT = v
 	}
 	for _, v := range o.Verdicts {
-		if m := v.Margin(); !v.Harness && (math.IsNaN(m) || m < st.Margin) {
+		m := v.Margin()
+		if gm, ok := goodputMargin(v.Bound, o.Plan.Summary.Goodput, o.Result.Records); ok {
+			m = gm
+		}
+		if !v.Harness && (math.IsNaN(m) || m < st.Margin) {
 			st.Margin = m
 		}
 		if !v.Pass {
