@@ -7,7 +7,8 @@
 # of the machine's load hits both sides alike. Then gates max-rate-req/s
 # (5% tolerance). First measures each simulator's saturation with a long
 # run (800 requests sent at once), the ground truth the search is compared
-# with; CAPACITY_CHECK_TRUTH=0 skips it. About 11 minutes on two cores.
+# with; CAPACITY_CHECK_TRUTH=0 skips it. About 11 minutes on two cores
+# (9 without the long runs).
 #
 #   scenarios/capacity-check.sh [COUNT]
 #

@@ -16,6 +16,15 @@
 // passing rate moves in jumps of the bracket's width (a few percent); the
 // crossing moves with the margins, so two searches of servers a few
 // percent apart report figures a few percent apart.
+//
+// vLLM's serve_sla sweep also works on a margin, but steers by it: it
+// fits a PCHIP curve through the margins of every rate run so far, runs
+// the curve's zero next, and stops when the bracket is one integer rate
+// wide. Here the margin only places the answer, once, between the two
+// bracketing steps: a run near the edge of a noisy machine can break the
+// margin's monotony, and a curve through every point then chases the
+// noise, while bisection needs only the verdicts to be ordered; and a
+// relative precision serves 2 req/s and 2,000 req/s alike.
 package capacity
 
 import (
