@@ -115,7 +115,7 @@ func (p *Plan) stepPlan(rate float64, i int) *Plan {
 
 // stepOf is the search's view of one run.
 func stepOf(o *Outcome) capacity.Step {
-	st := capacity.Step{Rate: o.Plan.Engine.RequestRate, Pass: o.Result.Stopped == nil, Goodput: math.NaN(), P99TTFT: math.NaN()}
+	st := capacity.Step{Rate: o.Plan.Engine.RequestRate, Pass: o.Result.Stopped == nil, Goodput: math.NaN(), P99TTFT: math.NaN(), Margin: math.Inf(1)}
 	if v, ok := o.Value("request_goodput"); ok && len(o.Plan.Summary.Goodput) > 0 {
 		st.Goodput = v
 	}
@@ -123,6 +123,13 @@ func stepOf(o *Outcome) capacity.Step {
 		st.P99TTFT = v
 	}
 	for _, v := range o.Verdicts {
+		m := v.Margin()
+		if gm, ok := goodputMargin(v.Bound, o.Plan.Summary.Goodput, o.Result.Records); ok {
+			m = gm
+		}
+		if !v.Harness && (math.IsNaN(m) || m < st.Margin) {
+			st.Margin = m
+		}
 		if !v.Pass {
 			st.Pass = false
 			st.Failed = append(st.Failed, v.Bound.String())
@@ -130,6 +137,7 @@ func stepOf(o *Outcome) capacity.Step {
 	}
 	if o.Result.Stopped != nil {
 		st.Failed = append(st.Failed, "run stopped early: "+o.Result.Stopped.Error())
+		st.Margin = math.NaN()
 	}
 	return st
 }
@@ -146,6 +154,7 @@ func (sw *Sweep) ResultJSON(detailed bool) []byte {
 		steps[i] = []metrics.Field{
 			{Key: "rate", Value: st.Rate}, {Key: "pass", Value: st.Pass},
 			{Key: "request_goodput", Value: nanNil(st.Goodput)}, {Key: "p99_ttft_ms", Value: nanNil(st.P99TTFT)},
+			{Key: "margin", Value: finiteOrNil(st.Margin)},
 			{Key: "duration_s", Value: st.Duration.Seconds()}, {Key: "failed_bounds", Value: append([]string{}, st.Failed...)},
 		}
 	}
@@ -156,7 +165,7 @@ func (sw *Sweep) ResultJSON(detailed bool) []byte {
 	app := []metrics.Field{
 		{Key: "max_goodput_rate", Value: r.MaxRate},
 		{Key: "capacity", Value: []metrics.Field{
-			{Key: "min_fail_rate", Value: minFail}, {Key: "converged", Value: r.Converged},
+			{Key: "min_fail_rate", Value: minFail}, {Key: "crossing_rate", Value: r.Crossing}, {Key: "converged", Value: r.Converged},
 			{Key: "stopped", Value: nilIfEmpty(r.Stopped)}, {Key: "elapsed_s", Value: r.Elapsed.Seconds()},
 			{Key: "steps", Value: steps},
 		}},
@@ -176,6 +185,14 @@ func nanNil(v float64) any {
 	return v
 }
 
+// finiteOrNil is v, or nil (JSON null) for NaN and ±Inf.
+func finiteOrNil(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil
@@ -184,11 +201,14 @@ func nilIfEmpty(s string) any {
 }
 
 // BenchMetrics are the search's values in benchstat units: max-rate-req/s
-// (better=higher) alone. The best run's latencies are left out: they sit
+// (better=higher) alone, the SLOs' edge interpolated between the
+// bracketing steps (capacity.Result.Crossing). The highest passing rate
+// moves in jumps of the bracket's width, as wide as a gate's tolerance;
+// the crossing does not. The best run's latencies are left out: they sit
 // at the SLO's edge at a rate that moves from search to search, so a gate
 // on them would compare unlike runs.
 func (sw *Sweep) BenchMetrics() []report.BenchMetric {
-	return []report.BenchMetric{{Unit: "max-rate-req/s", Value: sw.Result.MaxRate, Better: report.Higher}}
+	return []report.BenchMetric{{Unit: "max-rate-req/s", Value: sw.Result.Crossing, Better: report.Higher}}
 }
 
 // BenchConfig is the benchfmt configuration of the search: the plan's,

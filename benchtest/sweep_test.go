@@ -49,6 +49,12 @@ func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
 	t.Logf("max rate %v, fails at %v, %d steps, stopped %q", r.MaxRate, r.MinFailRate, len(r.Steps), r.Stopped)
 	const saturation = 8 / (16 * 0.020)
 	assert.InDelta(t, saturation, r.MaxRate, 0.10*saturation, "the search finds the simulator's saturation point")
+	assert.InDelta(t, saturation, r.Crossing, 0.10*saturation, "and so does the interpolated edge")
+	assert.GreaterOrEqual(t, r.Crossing, r.MaxRate)
+	assert.LessOrEqual(t, r.Crossing, r.MinFailRate)
+	for _, st := range r.Steps {
+		assert.Equal(t, st.Pass, st.Margin >= 0, "step at %v: the margin's sign is the verdict", st.Rate)
+	}
 	assert.Equal(t, seen, r.Steps)
 	require.NotNil(t, sw.Best)
 	assert.Equal(t, r.MaxRate, sw.Best.Plan.Engine.RequestRate)
@@ -63,12 +69,14 @@ func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
 	c := res["capacity"].(map[string]any)
 	assert.Len(t, c["steps"], len(r.Steps))
 	step := c["steps"].([]any)[0].(map[string]any)
-	for _, k := range []string{"rate", "pass", "request_goodput", "p99_ttft_ms", "failed_bounds"} {
+	assert.Equal(t, r.Crossing, c["crossing_rate"])
+	for _, k := range []string{"rate", "pass", "request_goodput", "p99_ttft_ms", "margin", "failed_bounds"} {
 		assert.Contains(t, step, k)
 	}
 	ms := sw.BenchMetrics()
 	require.Len(t, ms, 1)
 	assert.Equal(t, "max-rate-req/s", ms[0].Unit)
+	assert.Equal(t, r.Crossing, ms[0].Value, "benchfmt carries the interpolated edge")
 	assert.Equal(t, "higher", ms[0].Better)
 }
 

@@ -131,3 +131,42 @@ func TestSearchRejectsBadInput(t *testing.T) {
 		assert.Error(t, err, "%+v", s)
 	}
 }
+
+// marginal is a server whose margin falls linearly with the rate and
+// crosses zero at limit.
+type marginal struct{ limit, nanAbove float64 }
+
+func (m marginal) probe(_ context.Context, rate float64) (Step, error) {
+	st := Step{Pass: rate <= m.limit, Margin: (m.limit - rate) / m.limit, Duration: time.Second}
+	if m.nanAbove > 0 && rate > m.nanAbove {
+		st.Margin = math.NaN()
+	}
+	return st, nil
+}
+
+func TestSearchCrossing(t *testing.T) {
+	s := Search{MinRate: 8, MaxRate: 128, Precision: 0.04}
+	for _, limit := range []float64{17, 23.6, 25, 26.3} {
+		res, err := s.Run(context.Background(), marginal{limit: limit}.probe)
+		require.NoError(t, err)
+		require.True(t, res.Converged)
+		assert.InDelta(t, limit, res.Crossing, 1e-9, "a linear margin is interpolated exactly; the last pass is %v", res.MaxRate)
+		assert.GreaterOrEqual(t, res.Crossing, res.MaxRate)
+		assert.LessOrEqual(t, res.Crossing, res.MinFailRate)
+	}
+	t.Run("a margin that cannot be told", func(t *testing.T) {
+		res, err := s.Run(context.Background(), marginal{limit: 25, nanAbove: 25}.probe)
+		require.NoError(t, err)
+		assert.Equal(t, res.MaxRate, res.Crossing)
+	})
+	t.Run("no failure", func(t *testing.T) {
+		res, err := Search{MinRate: 1, MaxRate: 4, Precision: 0.1}.Run(context.Background(), marginal{limit: 100}.probe)
+		require.NoError(t, err)
+		assert.Equal(t, 4.0, res.Crossing)
+	})
+	t.Run("no pass", func(t *testing.T) {
+		res, err := s.Run(context.Background(), marginal{limit: 1}.probe)
+		require.NoError(t, err)
+		assert.Zero(t, res.Crossing)
+	})
+}

@@ -38,7 +38,7 @@ func TestHTMLReportServerSeries(t *testing.T) {
 
 // TestHTMLReportCapacity: a search's steps are plotted against their rate.
 func TestHTMLReportCapacity(t *testing.T) {
-	res := &capacity.Result{MaxRate: 24, MinFailRate: 26, Steps: []capacity.Step{
+	res := &capacity.Result{MaxRate: 24, MinFailRate: 26, Crossing: 24.5, Steps: []capacity.Step{
 		{Rate: 8, Pass: true, Goodput: 7.9, P99TTFT: 40},
 		{Rate: 32, Pass: false, Goodput: 3, P99TTFT: 1500},
 		{Rate: 24, Pass: true, Goodput: 23, P99TTFT: 60},
@@ -48,7 +48,7 @@ func TestHTMLReportCapacity(t *testing.T) {
 	page := buf.String()
 	assert.Contains(t, page, "<h3>p99 TTFT against request rate</h3>")
 	assert.Contains(t, page, "<h3>Goodput against request rate</h3>")
-	assert.Contains(t, page, "max goodput rate: 24 req/s (fails at 26)")
+	assert.Contains(t, page, "max goodput rate: 24 req/s (fails at 26; SLO edge interpolated at 24.5)")
 	assert.Equal(t, 2, strings.Count(page, `class="dot fail"`), "the failed step, in both charts")
 
 	buf.Reset()

@@ -138,3 +138,27 @@ func percentileOf(name string) (p float64, metric string, ok bool) {
 	}
 	return p, rest[i+1:], true
 }
+
+// Margin is how far the measured value sits inside the bound, relative to
+// the bound: (Value − Measured) / |Value| for < and <=, the opposite for >
+// and >=; positive when the bound holds, negative when it does not. A
+// bound without a scale (== or a bound of 0) has no relative margin:
+// Margin is +Inf when it holds and NaN when it does not, as it is for a
+// value not found.
+func (v Verdict) Margin() float64 {
+	b := v.Bound
+	if !v.Found {
+		return math.NaN()
+	}
+	if b.Op == "==" || b.Value == 0 {
+		if v.Pass {
+			return math.Inf(1)
+		}
+		return math.NaN()
+	}
+	m := (b.Value - v.Measured) / math.Abs(b.Value)
+	if b.Op == ">=" || b.Op == ">" {
+		m = -m
+	}
+	return m
+}

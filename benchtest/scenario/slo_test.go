@@ -56,3 +56,35 @@ func TestKnownMetric(t *testing.T) {
 		assert.False(t, knownMetric(m), m)
 	}
 }
+
+func TestVerdictMargin(t *testing.T) {
+	cases := []struct {
+		bound    string
+		measured float64
+		found    bool
+		want     float64
+	}{
+		{"p99_ttft_ms <= 800", 600, true, 0.25},
+		{"p99_ttft_ms <= 800", 1000, true, -0.25},
+		{"goodput_ratio >= 0.8", 0.9, true, 0.125},
+		{"goodput_ratio > 0.8", 0.6, true, -0.25},
+		{"failed == 0", 0, true, math.Inf(1)},
+		{"failed == 0", 2, true, math.NaN()},
+		{"failed <= 0", 0, true, math.Inf(1)},
+		{"p99_ttft_ms <= 800", 0, false, math.NaN()},
+	}
+	for _, c := range cases {
+		b, err := parseBound(c.bound)
+		require.NoError(t, err, c.bound)
+		v := Verdict{Bound: b, Measured: c.measured, Found: c.found, Pass: c.found && b.Holds(c.measured)}
+		got := v.Margin()
+		if math.IsNaN(c.want) {
+			assert.True(t, math.IsNaN(got), "%s with %v: got %v", c.bound, c.measured, got)
+			continue
+		}
+		assert.InDelta(t, c.want, got, 1e-12, "%s with %v", c.bound, c.measured)
+		if !math.IsInf(got, 0) {
+			assert.Equal(t, v.Pass, got >= 0, "%s with %v: the sign is the verdict", c.bound, c.measured)
+		}
+	}
+}

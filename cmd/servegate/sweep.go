@@ -23,7 +23,9 @@ Find the highest request rate at which every SLO of a scenario holds
 (goodput_ratio included): double the rate from the minimum until a step
 fails, then bisect between the last pass and the first fail, within a
 precision and a time budget. Each step is a full run of the scenario at one
-rate, warm-ups included. The scenario's capacity block sets the defaults;
+rate, warm-ups included. Between the last pass and the first fail, the SLOs'
+edge is interpolated from the two steps' margins (how far inside their
+tightest bound they stayed); --benchfmt's max-rate-req/s is that edge. The scenario's capacity block sets the defaults;
 a scenario without one is searched with the built-in defaults.
 
 Exit status: 0 when a rate holds every SLO, 1 when none does, 2 for bad

@@ -35,7 +35,7 @@ func TestSweepCommand(t *testing.T) {
 	code := run(context.Background(), []string{"sweep", "--scenario", file, "--result", result, "--benchfmt", bf, "--count", "2", "--report", html}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	out := stdout.String()
-	assert.Contains(t, out, "step  rate req/s  goodput req/s  p99 ttft ms  verdict")
+	assert.Contains(t, out, "step  rate req/s  goodput req/s  p99 ttft ms  margin  verdict")
 	assert.Contains(t, out, "max goodput rate: 150 req/s, 3 steps")
 	assert.Contains(t, out, "stopped: max_rate passed")
 	assert.Equal(t, 2, strings.Count(out, "max goodput rate:"), "--count 2 searches twice")
