@@ -62,7 +62,7 @@ func BenchmarkIngest(b *testing.B) {
 			for b.Loop() {
 				resp := &http.Response{Body: io.NopCloser(&chunkedReader{b: body, step: step})}
 				var rec metrics.Record
-				c.readStream(ctx, ctx, resp, &rec, c.outputCap(Request{OutputLen: chunks}))
+				c.readStream(ctx, ctx, resp, &rec, c.outputCap(Request{OutputLen: chunks}), c.now)
 				if !rec.Success || rec.OutputTokens != chunks {
 					b.Fatalf("bad record: %+v", rec.Error)
 				}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -359,6 +360,14 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 		return rec
 	}
 	hreq.Header = p.header
+	var conn *stampedConn
+	hreq = hreq.WithContext(httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if conn, _ = info.Conn.(*stampedConn); conn != nil {
+				conn.arm()
+			}
+		},
+	}))
 	rec.Start = c.now()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
@@ -366,6 +375,13 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 		return rec
 	}
 	defer resp.Body.Close()
+	now := c.now
+	if conn != nil {
+		if sent, ok := since(conn.sent.Load(), c.Epoch); ok && sent >= rec.Start {
+			rec.Start = sent
+			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
+		}
+	}
 	rec.HTTPStatus = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		rec.Failure = metrics.FailureHTTPStatus
@@ -373,9 +389,9 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 		return rec
 	}
 	if IsPooling(c.Backend) {
-		c.readPooling(ctx, rctx, resp, &rec)
+		c.readPooling(ctx, rctx, resp, &rec, now)
 	} else {
-		c.readStream(ctx, rctx, resp, &rec, p.outCap)
+		c.readStream(ctx, rctx, resp, &rec, p.outCap, now)
 	}
 	return rec
 }

@@ -28,7 +28,8 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // vLLM, only content goes into the generated text. TTFT is taken at the
 // first output chunk, an ITL gap before each later one, and the latency at
 // the last one, each at the moment the read that completed the chunk
-// returned. A usage-only chunk sets the token counts and moves no
+// returned, as now tells it (over a stamped connection, when the bytes of
+// that read arrived; see stampedConn). A usage-only chunk sets the token counts and moves no
 // timestamp. When output chunks carry cumulative usage
 // (continuous_usage_stats), each chunk's token count is recorded in
 // ChunkTokens.
@@ -40,7 +41,7 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // 200 answer with a JSON body (a server that ignored "stream") fails with
 // the server's message. Invalid UTF-8 in the text is replaced by U+FFFD,
 // as the JSON result would write it anyway.
-func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, outCap int) {
+func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, outCap int, now func() time.Duration) {
 	if isJSON(resp.Header.Get("Content-Type")) {
 		// Some proxies label an event stream as JSON: look before judging.
 		br := bufio.NewReaderSize(resp.Body, 64)
@@ -54,7 +55,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 	bufs := c.bufPool.Get().(*streamBufs)
 	defer c.bufPool.Put(bufs)
 	limit := c.lineLimit()
-	sse := newSSEReader(resp.Body, c.now, bufs.read, limit)
+	sse := newSSEReader(resp.Body, now, bufs.read, limit)
 	textCap := max(limit, min(outCap*MaxTokenBytes, MaxTextBytes))
 	chat := c.Backend == BackendOpenAIChat
 	var (
@@ -234,12 +235,12 @@ func (c *Client) readBody(ctx, rctx context.Context, resp *http.Response, rec *m
 
 // readPooling reads an embeddings or rerank response: latency (and TTFT)
 // at the end of the body, prompt tokens from its usage.
-func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
+func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, now func() time.Duration) {
 	body, ok := c.readBody(ctx, rctx, resp, rec, PoolingBodyFactor*c.lineLimit())
 	if !ok {
 		return
 	}
-	rec.Latency = c.now() - rec.Start
+	rec.Latency = now() - rec.Start
 	rec.TTFT = rec.Latency
 	var v struct {
 		Usage struct {

@@ -31,19 +31,21 @@ const MaxWarmConnections = 4096
 type Warmer struct {
 	dialer net.Dialer
 	mu     sync.Mutex
-	idle   map[string][]net.Conn // by dial address
+	idle   map[string][]*stampedConn // by dial address
 }
 
 // NewWarmHTTPClient is NewHTTPClient with a Warmer behind its dials.
 func NewWarmHTTPClient(maxConns int) (*http.Client, *Warmer) {
-	w := &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string][]net.Conn{}}
+	w := &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string][]*stampedConn{}}
 	h := NewHTTPClient(maxConns)
 	h.Transport.(*http.Transport).DialContext = w.DialContext
 	return h, w
 }
 
 // DialContext returns a warm connection to addr when one is left, else
-// dials.
+// dials. Either way the connection is stamped (stampedConn): a client
+// over a Warmer times requests from the instant they are written and
+// chunks from the instant they arrive.
 func (w *Warmer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	for {
 		w.mu.Lock()
@@ -55,12 +57,16 @@ func (w *Warmer) DialContext(ctx context.Context, network, addr string) (net.Con
 		c := conns[len(conns)-1]
 		w.idle[addr] = conns[:len(conns)-1]
 		w.mu.Unlock()
-		if alive(c) {
+		if alive(c.Conn) {
 			return c, nil
 		}
 		c.Close()
 	}
-	return w.dialer.DialContext(ctx, network, addr)
+	c, err := w.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return newStampedConn(c), nil
 }
 
 // Warm dials n connections to baseURL's host, 64 at a time, and keeps
@@ -85,15 +91,19 @@ func (w *Warmer) Warm(ctx context.Context, baseURL string, n int) (int, error) {
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
-		got   []net.Conn
+		got   []*stampedConn
 	)
 	for range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			c, err := w.dialer.DialContext(ctx, "tcp", addr)
+			var c *stampedConn
+			raw, err := w.dialer.DialContext(ctx, "tcp", addr)
 			if err == nil {
+				// Stamped from the start: the kernel turns receive
+				// stamping on a little after the first socket asks.
+				c = newStampedConn(raw)
 				if err = probe(ctx, c, u.Host); err != nil {
 					c.Close()
 				}
