@@ -57,6 +57,7 @@ func FromFile(path string) (*Tokenizer, error) {
 
 // FromBytes loads a tokenizer from the contents of a tokenizer.json file.
 func FromBytes(data []byte) (*Tokenizer, error) {
+	trimCHeap()
 	meta, err := readMeta(data)
 	if err != nil {
 		return nil, err
