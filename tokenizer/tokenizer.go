@@ -16,7 +16,6 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -58,9 +57,10 @@ func FromFile(path string) (*Tokenizer, error) {
 
 // FromBytes loads a tokenizer from the contents of a tokenizer.json file.
 func FromBytes(data []byte) (*Tokenizer, error) {
-	var meta fileMeta
-	if err := json.Unmarshal(data, &meta); err != nil {
-		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
+	trimCHeap()
+	meta, err := readMeta(data)
+	if err != nil {
+		return nil, err
 	}
 	tk, err := tokenizers.FromBytes(data)
 	if err != nil {
@@ -85,9 +85,9 @@ type fileMeta struct {
 		Content string `json:"content"`
 		Special bool   `json:"special"`
 	} `json:"added_tokens"`
-	Model struct {
-		Vocab json.RawMessage `json:"vocab"`
-	} `json:"model"`
+	// vocabLen is the number of entries of model.vocab: BPE and WordPiece
+	// store the vocabulary as an object, Unigram as a list.
+	vocabLen int
 }
 
 func (m fileMeta) specialIDs() []int {
@@ -102,19 +102,8 @@ func (m fileMeta) specialIDs() []int {
 }
 
 // baseVocabSize is the size of the model vocabulary without added tokens, as
-// Hugging Face transformers reports it in tokenizer.vocab_size. BPE and
-// WordPiece store the vocabulary as an object, Unigram as a list.
-func (m fileMeta) baseVocabSize() int {
-	var asMap map[string]json.RawMessage
-	if err := json.Unmarshal(m.Model.Vocab, &asMap); err == nil {
-		return len(asMap)
-	}
-	var asList []json.RawMessage
-	if err := json.Unmarshal(m.Model.Vocab, &asList); err == nil {
-		return len(asList)
-	}
-	return 0
-}
+// Hugging Face transformers reports it in tokenizer.vocab_size.
+func (m fileMeta) baseVocabSize() int { return m.vocabLen }
 
 // Name is the file the tokenizer was loaded from, or the model id.
 func (t *Tokenizer) Name() string { return t.name }

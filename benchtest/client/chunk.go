@@ -1,7 +1,7 @@
 package client
 
 import (
-	"errors"
+	"github.com/servegate/servegate/internal/jsonscan"
 )
 
 // A chunk is what one streamed JSON event says. Parsing it appends the
@@ -29,71 +29,71 @@ type chunk struct {
 	errMsg  string
 }
 
-var errSyntax = errors.New("invalid JSON")
-
 // parseChunk parses an OpenAI streaming event, appending choices[0]'s text
 // to text.
 // scratch, when not nil, is reused for escaped keys and short values
 // across calls, so that steady-state parsing allocates nothing.
 func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error) {
 	c := chunk{completion: -1, prompt: -1}
-	s := jsonScanner{b: data}
+	var buf []byte
 	if scratch != nil {
-		s.kbuf = (*scratch)[:0]
-		defer func() { *scratch = s.kbuf }()
+		buf = *scratch
+	}
+	s := jsonscan.New(data, buf)
+	if scratch != nil {
+		defer func() { *scratch = s.Scratch() }()
 	}
 	var msg []byte
 	var objectIsError bool
-	err := s.object(func(key []byte) error {
+	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "choices":
 			var err error
-			text, err = s.choices(&c, text)
+			text, err = choices(&s, &c, text)
 			return err
 		case "usage":
-			return s.usage(&c)
+			return usage(&s, &c)
 		case "error":
 			c.isError = true
-			if s.peek() == '"' {
+			if s.Peek() == '"' {
 				var err error
-				msg, err = s.str(msg[:0])
+				msg, err = s.AppendString(msg[:0])
 				return err
 			}
-			if s.peek() == 'n' {
+			if s.Peek() == 'n' {
 				c.isError = false
-				return s.skip()
+				return s.Skip()
 			}
-			return s.object(func(k []byte) error {
-				if string(k) == "message" && s.peek() == '"' {
+			return s.Object(func(k []byte) error {
+				if string(k) == "message" && s.Peek() == '"' {
 					var err error
-					msg, err = s.str(msg[:0])
+					msg, err = s.AppendString(msg[:0])
 					return err
 				}
-				return s.skip()
+				return s.Skip()
 			})
 		case "object":
-			if s.peek() == '"' {
-				v, err := s.key()
+			if s.Peek() == '"' {
+				v, err := s.Key()
 				objectIsError = string(v) == "error"
 				return err
 			}
-			return s.skip()
+			return s.Skip()
 		case "message":
-			if s.peek() == '"' && len(msg) == 0 {
+			if s.Peek() == '"' && len(msg) == 0 {
 				var err error
-				msg, err = s.str(msg[:0])
+				msg, err = s.AppendString(msg[:0])
 				return err
 			}
-			return s.skip()
+			return s.Skip()
 		}
-		return s.skip()
+		return s.Skip()
 	})
 	if err != nil {
 		return c, text, err
 	}
-	s.ws()
-	if s.i != len(s.b) {
-		return c, text, errSyntax
+	if !s.AtEnd() {
+		return c, text, jsonscan.ErrSyntax
 	}
 	if objectIsError {
 		c.isError = true
@@ -108,79 +108,79 @@ func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error
 }
 
 // choices reads the choices array, taking only the first choice's text.
-func (s *jsonScanner) choices(c *chunk, text []byte) ([]byte, error) {
-	if s.peek() != '[' {
-		return text, s.skip() // null, or not the array it should be
+func choices(s *jsonscan.Scanner, c *chunk, text []byte) ([]byte, error) {
+	if s.Peek() != '[' {
+		return text, s.Skip() // null, or not the array it should be
 	}
 	idx := 0
-	err := s.array(func() error {
+	err := s.Array(func() error {
 		idx++
-		if idx > 1 || s.peek() != '{' {
-			return s.skip()
+		if idx > 1 || s.Peek() != '{' {
+			return s.Skip()
 		}
 		c.choices = true
-		return s.object(func(key []byte) error {
+		return s.Object(func(key []byte) error {
 			switch string(key) {
 			case "text":
-				return s.text(c, &text)
+				return appendText(s, c, &text)
 			case "delta":
-				if s.peek() != '{' {
-					return s.skip()
+				if s.Peek() != '{' {
+					return s.Skip()
 				}
-				return s.object(func(k []byte) error {
+				return s.Object(func(k []byte) error {
 					switch string(k) {
 					case "content":
-						return s.text(c, &text)
+						return appendText(s, c, &text)
 					case "reasoning_content", "reasoning":
-						if s.peek() == '"' {
-							st := s.i
-							if err := s.skipStr(); err != nil {
+						if s.Peek() == '"' {
+							st := s.Pos()
+							if err := s.SkipString(); err != nil {
 								return err
 							}
-							c.reasoning = c.reasoning || s.i-st > 2
+							c.reasoning = c.reasoning || s.Pos()-st > 2
 							return nil
 						}
-						return s.skip()
+						return s.Skip()
 					case "role":
 						c.role = true
 					}
-					return s.skip()
+					return s.Skip()
 				})
 			}
-			return s.skip()
+			return s.Skip()
 		})
 	})
 	return text, err
 }
 
-// text appends a string value (or nothing for null) to text.
-func (s *jsonScanner) text(c *chunk, text *[]byte) error {
-	if s.peek() != '"' {
-		return s.skip()
+// appendText appends a string value (or nothing for null) to text.
+func appendText(s *jsonscan.Scanner, c *chunk, text *[]byte) error {
+	if s.Peek() != '"' {
+		return s.Skip()
 	}
 	n := len(*text)
 	var err error
-	*text, err = s.str(*text)
+	*text, err = s.AppendString(*text)
 	c.textLen += len(*text) - n
 	return err
 }
 
 // usage reads the usage object's token counts.
-func (s *jsonScanner) usage(c *chunk) error {
-	if s.peek() != '{' {
-		return s.skip()
+func usage(s *jsonscan.Scanner, c *chunk) error {
+	if s.Peek() != '{' {
+		return s.Skip()
 	}
-	return s.object(func(key []byte) error {
+	return s.Object(func(key []byte) error {
 		switch string(key) {
 		case "completion_tokens":
-			v, err := s.int()
+			v, err := s.Int()
 			c.completion = v
 			return err
 		case "prompt_tokens":
-			v, err := s.int()
+			v, err := s.Int()
 			c.prompt = v
 			return err
 		}
-		return s.skip()
+		return s.Skip()
 	})
 }

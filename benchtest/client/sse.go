@@ -60,13 +60,22 @@ type sseEvent struct {
 	At time.Duration
 }
 
-// newSSEReader reads events from r into buf (grown as needed), with
-// lines and events capped at limit bytes.
-func newSSEReader(r io.Reader, now func() time.Duration, buf []byte, limit int) *sseReader {
+// initialReadBytes is the read buffer a stream starts with: as large as
+// the HTTP transport's own read buffer (net/http's default, 4 KiB), which
+// bounds what one read of a chunked body returns, so events that arrived
+// together are still read, and timed, together; a longer line grows it
+// (see fill). An OpenAI chunk is a few hundred bytes. Memory per open
+// stream is what bounds thousands of streams.
+const initialReadBytes = 4 << 10
+
+// newSSEReader reads events from r into buf (grown as needed), gathering
+// event data in data (grown as needed), with lines and events capped at
+// limit bytes. The buffers it grew are its buf and data fields after.
+func newSSEReader(r io.Reader, now func() time.Duration, buf, data []byte, limit int) *sseReader {
 	if cap(buf) == 0 {
-		buf = make([]byte, 16<<10)
+		buf = make([]byte, initialReadBytes)
 	}
-	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: make([]byte, 0, 1024), limit: limit}
+	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: data[:0], limit: limit}
 }
 
 // next returns the next event. At the end of the stream it returns io.EOF;

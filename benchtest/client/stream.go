@@ -55,7 +55,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 	bufs := c.bufPool.Get().(*streamBufs)
 	defer c.bufPool.Put(bufs)
 	limit := c.lineLimit()
-	sse := newSSEReader(resp.Body, now, bufs.read, limit)
+	sse := newSSEReader(resp.Body, now, bufs.read, bufs.data, limit)
 	textCap := max(limit, min(outCap*MaxTokenBytes, MaxTextBytes))
 	chat := c.Backend == BackendOpenAIChat
 	var (
@@ -149,7 +149,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 	} else {
 		rec.GeneratedText = strings.ToValidUTF8(string(text), "\uFFFD")
 	}
-	bufs.text, bufs.scratch = text, scratch
+	bufs.read, bufs.data, bufs.text, bufs.scratch = keep(sse.buf), keep(sse.data), keep(text), keep(scratch)
 	if outputs > 0 {
 		rec.Latency = last - rec.Start
 	}

@@ -315,3 +315,23 @@ func TestChunkCountsEveryEventOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolKeepsNoLargeBuffers: a stream with a 200 KB line and text hands
+// back no buffer over maxPooledBytes, so one odd answer does not pin its
+// memory in every later stream.
+func TestPoolKeepsNoLargeBuffers(t *testing.T) {
+	text := strings.Repeat("x", 200<<10)
+	body := fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"text\":%q}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", text)
+	srv := newReplay(t, http.StatusOK, []byte(body), 0)
+	c := newClient(BackendOpenAI, srv.URL)
+	rec := c.Do(t.Context(), Request{Prompt: "hi", OutputLen: 1000})
+	if !rec.Success || len(rec.GeneratedText) != len(text) {
+		t.Fatalf("success %v, %d text bytes: %s", rec.Success, len(rec.GeneratedText), rec.Error)
+	}
+	bufs := c.bufPool.Get().(*streamBufs)
+	for name, b := range map[string][]byte{"read": bufs.read, "data": bufs.data, "text": bufs.text, "scratch": bufs.scratch} {
+		if cap(b) > maxPooledBytes {
+			t.Errorf("pooled %s buffer holds %d bytes, over %d", name, cap(b), maxPooledBytes)
+		}
+	}
+}

@@ -1,20 +1,47 @@
-package client
+// Package jsonscan walks a JSON document in place, without decoding what
+// its caller skips and without allocating: the SSE client parses every
+// streamed chunk with it, and the tokenizer package reads tokenizer.json's
+// metadata (counting a vocabulary of 128,256 entries instead of decoding
+// it). A Scanner stops at the first error; what it returns is then
+// meaningless.
+package jsonscan
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// jsonScanner walks one JSON document.
-type jsonScanner struct {
+// ErrSyntax is every error a Scanner returns.
+var ErrSyntax = errors.New("invalid JSON")
+
+// A Scanner walks one JSON document.
+type Scanner struct {
 	b    []byte
 	i    int
 	kbuf []byte
 }
 
-func (s *jsonScanner) ws() {
+// New returns a Scanner over b that decodes escaped keys into scratch
+// (reused from its start; Scratch returns it grown), so that parsing many
+// documents allocates nothing.
+func New(b, scratch []byte) Scanner { return Scanner{b: b, kbuf: scratch[:0]} }
+
+// Scratch is the scratch buffer, grown, to hand to the next New.
+func (s *Scanner) Scratch() []byte { return s.kbuf }
+
+// Pos is the offset of the next byte to read.
+func (s *Scanner) Pos() int { return s.i }
+
+// AtEnd skips white space and reports whether the document is over.
+func (s *Scanner) AtEnd() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+func (s *Scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -25,7 +52,8 @@ func (s *jsonScanner) ws() {
 	}
 }
 
-func (s *jsonScanner) peek() byte {
+// Peek skips white space and returns the next byte, 0 at the end.
+func (s *Scanner) Peek() byte {
 	s.ws()
 	if s.i < len(s.b) {
 		return s.b[s.i]
@@ -33,38 +61,38 @@ func (s *jsonScanner) peek() byte {
 	return 0
 }
 
-// object reads an object, calling member for each key with the scanner at
+// Object reads an object, calling member for each key with the scanner at
 // the value; member must consume the value.
-func (s *jsonScanner) object(member func(key []byte) error) error {
+func (s *Scanner) Object(member func(key []byte) error) error {
 	return s.list('{', '}', func() error {
-		if s.peek() != '"' {
-			return errSyntax
+		if s.Peek() != '"' {
+			return ErrSyntax
 		}
-		key, err := s.key()
+		key, err := s.Key()
 		if err != nil {
 			return err
 		}
-		if s.peek() != ':' {
-			return errSyntax
+		if s.Peek() != ':' {
+			return ErrSyntax
 		}
 		s.i++
 		return member(key)
 	})
 }
 
-// array reads an array, calling elem with the scanner at each element.
-func (s *jsonScanner) array(elem func() error) error {
+// Array reads an array, calling elem with the scanner at each element.
+func (s *Scanner) Array(elem func() error) error {
 	return s.list('[', ']', elem)
 }
 
 // list reads the comma-separated items between open and end, the shared
 // frame of objects and arrays; item must consume one item.
-func (s *jsonScanner) list(open, end byte, item func() error) error {
-	if s.peek() != open {
-		return errSyntax
+func (s *Scanner) list(open, end byte, item func() error) error {
+	if s.Peek() != open {
+		return ErrSyntax
 	}
 	s.i++
-	if s.peek() == end {
+	if s.Peek() == end {
 		s.i++
 		return nil
 	}
@@ -72,27 +100,27 @@ func (s *jsonScanner) list(open, end byte, item func() error) error {
 		if err := item(); err != nil {
 			return err
 		}
-		switch s.peek() {
+		switch s.Peek() {
 		case ',':
 			s.i++
 		case end:
 			s.i++
 			return nil
 		default:
-			return errSyntax
+			return ErrSyntax
 		}
 	}
 }
 
-// skip consumes one value of any type.
-func (s *jsonScanner) skip() error {
-	switch c := s.peek(); {
+// Skip consumes one value of any type.
+func (s *Scanner) Skip() error {
+	switch c := s.Peek(); {
 	case c == '{':
-		return s.object(func([]byte) error { return s.skip() })
+		return s.Object(func([]byte) error { return s.Skip() })
 	case c == '[':
-		return s.array(s.skip)
+		return s.Array(s.Skip)
 	case c == '"':
-		return s.skipStr()
+		return s.SkipString()
 	case c == 't':
 		return s.lit("true")
 	case c == 'f':
@@ -111,41 +139,41 @@ func (s *jsonScanner) skip() error {
 		}
 		return nil
 	}
-	return errSyntax
+	return ErrSyntax
 }
 
-func (s *jsonScanner) lit(w string) error {
+func (s *Scanner) lit(w string) error {
 	if len(s.b)-s.i < len(w) || string(s.b[s.i:s.i+len(w)]) != w {
-		return errSyntax
+		return ErrSyntax
 	}
 	s.i += len(w)
 	return nil
 }
 
-// int reads an integer (null reads as -1).
-func (s *jsonScanner) int() (int, error) {
-	if s.peek() == 'n' {
+// Int reads an integer (null reads as -1).
+func (s *Scanner) Int() (int, error) {
+	if s.Peek() == 'n' {
 		return -1, s.lit("null")
 	}
 	st := s.i
-	if err := s.skip(); err != nil {
+	if err := s.Skip(); err != nil {
 		return 0, err
 	}
 	v, err := strconv.Atoi(string(s.b[st:s.i]))
 	if err != nil {
 		f, ferr := strconv.ParseFloat(string(s.b[st:s.i]), 64)
 		if ferr != nil {
-			return 0, errSyntax
+			return 0, ErrSyntax
 		}
 		v = int(f)
 	}
 	return v, nil
 }
 
-// key reads a string at the scanner (an object key, or a short value to
+// Key reads a string at the scanner (an object key, or a short value to
 // compare) in one pass: one without escapes is returned in place, an
 // escaped one is decoded into a buffer the scanner owns.
-func (s *jsonScanner) key() ([]byte, error) {
+func (s *Scanner) Key() ([]byte, error) {
 	st := s.i + 1
 	for j := st; j < len(s.b); j++ {
 		switch s.b[j] {
@@ -154,19 +182,20 @@ func (s *jsonScanner) key() ([]byte, error) {
 			return s.b[st:j], nil
 		case '\\':
 			var err error
-			s.kbuf, err = s.str(s.kbuf[:0])
+			s.kbuf, err = s.AppendString(s.kbuf[:0])
 			return s.kbuf, err
 		}
 	}
-	return nil, errSyntax
+	return nil, ErrSyntax
 }
 
-func (s *jsonScanner) skipStr() error {
+// SkipString consumes the string at the scanner without decoding it.
+func (s *Scanner) SkipString() error {
 	s.i++ // opening quote
 	for {
 		j := bytes.IndexByte(s.b[s.i:], '"')
 		if j < 0 {
-			return errSyntax
+			return ErrSyntax
 		}
 		q := s.i + j
 		// The quote ends the string unless an odd run of backslashes
@@ -182,8 +211,8 @@ func (s *jsonScanner) skipStr() error {
 	}
 }
 
-// str appends the decoded string at the scanner to dst.
-func (s *jsonScanner) str(dst []byte) ([]byte, error) {
+// AppendString appends the decoded string at the scanner to dst.
+func (s *Scanner) AppendString(dst []byte) ([]byte, error) {
 	s.i++ // opening quote
 	for s.i < len(s.b) {
 		// Copy the run of plain bytes in one go.
@@ -221,7 +250,7 @@ func (s *jsonScanner) str(dst []byte) ([]byte, error) {
 		case 'u':
 			r, ok := s.hex4()
 			if !ok {
-				return dst, errSyntax
+				return dst, ErrSyntax
 			}
 			if utf16.IsSurrogate(r) {
 				save := s.i
@@ -239,13 +268,13 @@ func (s *jsonScanner) str(dst []byte) ([]byte, error) {
 			}
 			dst = utf8.AppendRune(dst, r)
 		default:
-			return dst, errSyntax
+			return dst, ErrSyntax
 		}
 	}
-	return dst, errSyntax
+	return dst, ErrSyntax
 }
 
-func (s *jsonScanner) hex4() (rune, bool) {
+func (s *Scanner) hex4() (rune, bool) {
 	if len(s.b)-s.i < 4 {
 		return 0, false
 	}
