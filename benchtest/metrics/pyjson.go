@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -232,4 +233,74 @@ func appendPyList[T any](b []byte, xs []T, appendElem func([]byte, T) []byte) []
 		b = appendElem(b, e)
 	}
 	return append(b, ']')
+}
+
+// Python's json.dump writes non-finite floats as bare NaN, Infinity and
+// -Infinity, which encoding/json refuses; a result file holds them in its
+// header (burstiness inf, for one). The readers below accept them.
+
+// nonFinite are Python's words for non-finite floats, longest first.
+var nonFinite = []struct {
+	word string
+	f    float64
+}{{"-Infinity", math.Inf(-1)}, {"Infinity", math.Inf(1)}, {"NaN", math.NaN()}}
+
+// ReadablePyJSON returns data with every top-level value that is a bare
+// NaN, Infinity or -Infinity replaced by null, so that encoding/json reads
+// it, and the words replaced, by key. A non-finite value deeper in the file
+// (inside an array or a nested object) is left for the decoder to refuse:
+// no per-request number may silently become zero. Several objects one
+// after another (an appended result file) are each read the same way.
+func ReadablePyJSON(data []byte) ([]byte, map[string]string) {
+	var out []byte // nil until the first replacement
+	found := map[string]string{}
+	depth, last, key := 0, 0, ""
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			start := i
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 1 {
+				_ = json.Unmarshal(data[start:min(i+1, len(data))], &key)
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case 'N', 'I', '-':
+			if depth != 1 {
+				continue
+			}
+			for _, nf := range nonFinite {
+				if bytes.HasPrefix(data[i:], []byte(nf.word)) {
+					out = append(out, data[last:i]...)
+					out = append(out, "null"...)
+					found[key] = nf.word
+					i += len(nf.word) - 1
+					last = i + 1
+					break
+				}
+			}
+		}
+	}
+	if out == nil {
+		return data, found
+	}
+	return append(out, data[last:]...), found
+}
+
+// UnmarshalFloat reads one JSON number into f, and also Python's NaN,
+// Infinity and -Infinity.
+func UnmarshalFloat(raw []byte, f *float64) error {
+	for _, nf := range nonFinite {
+		if string(bytes.TrimSpace(raw)) == nf.word {
+			*f = nf.f
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, f)
 }

@@ -78,6 +78,7 @@ type savedResult struct {
 // lateness) reads as sent on time. Times round to the nanosecond they
 // were written from.
 func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
+	data, _ = ReadablePyJSON(data)
 	var v savedResult
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&v); err != nil {
 		return nil, 0, fmt.Errorf("read result: %w", err)

@@ -249,7 +249,9 @@ func readPart(p Part) (*part, error) {
 }
 
 // topLevel returns the first JSON object's keys and raw values, in order.
+// A value Python writes bare (NaN, Infinity, -Infinity) keeps its word.
 func topLevel(data []byte) ([]field, error) {
+	data, nonFinite := metrics.ReadablePyJSON(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("read result: not a JSON object")
@@ -264,6 +266,9 @@ func topLevel(data []byte) ([]field, error) {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return nil, fmt.Errorf("read result: key %s: %w", key, err)
+		}
+		if word, ok := nonFinite[key]; ok && string(raw) == "null" {
+			raw = json.RawMessage(word)
 		}
 		out = append(out, field{key, raw})
 	}
@@ -305,9 +310,9 @@ func runInfo(fields []field) (metrics.RunInfo, []field) {
 			continue
 		case "request_rate":
 			info.RequestRate = math.Inf(1)
-			_ = json.Unmarshal(f.raw, &info.RequestRate)
+			_ = metrics.UnmarshalFloat(f.raw, &info.RequestRate)
 		case "burstiness":
-			_ = json.Unmarshal(f.raw, &info.Burstiness)
+			_ = metrics.UnmarshalFloat(f.raw, &info.Burstiness)
 		case "max_concurrency":
 			_ = json.Unmarshal(f.raw, &info.MaxConcurrency)
 		case "ramp_up_strategy":

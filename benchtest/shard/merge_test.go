@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,19 @@ func TestMergeGoodputNeedsSLOs(t *testing.T) {
 	s, err := m.Summary(map[string]float64{"ttft": 100})
 	require.NoError(t, err)
 	assert.Equal(t, 4, s.Completed)
+}
+
+// TestMergeInfiniteBurstiness merges shards whose header holds a bare
+// Infinity (burstiness inf: evenly spaced arrivals), as Python's json.dump
+// and servegate write it; the merged header keeps it.
+func TestMergeInfiniteBurstiness(t *testing.T) {
+	inf := func(info *metrics.RunInfo) { info.Burstiness = math.Inf(1) }
+	parts := []Part{shardFile(t, 1, 2, 6, 0, inf), shardFile(t, 2, 2, 6, 0, inf)}
+	require.Contains(t, string(parts[0].Data), `"burstiness": Infinity`)
+	m, err := Merge(parts)
+	require.NoError(t, err)
+	assert.True(t, math.IsInf(m.Info.Burstiness, 1))
+	s, err := m.Summary(nil)
+	require.NoError(t, err)
+	assert.Contains(t, string(s.ResultJSON(m.Info, true)), `"burstiness": Infinity`)
 }

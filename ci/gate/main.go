@@ -18,6 +18,7 @@ const (
 )
 
 const usage = `usage: servegate gate [flags] BASE HEAD
+       servegate gate -history DIR [flags]
 
 Compares the benchmark results of BASE and HEAD the way benchstat does
 (medians, Mann-Whitney U test, alpha 0.05) and fails when a gated unit
@@ -32,6 +33,12 @@ gated unit count as one), 2 bad input (unreadable or mismatched inputs, a
 NaN, an infinity or a negative duration, a run marked interrupted or
 invalid, fewer head runs than base, a policy unit no input reports, too
 few runs to ever detect a change). See ci/README.md for the rule.
+
+With -history DIR, reads one result file per commit of main (in file
+name order; the commit is a file's "commit:" key, else its name) and
+reports every persistent shift of a gated unit with the commit where it
+began (E-divisive means, as Apache Otava). Exit status: 0 no gated series
+ends on a regression, 1 one does, 2 bad input or too short a history.
 
 The default policy (print it with -print-policy):
 ` + DefaultPolicyYAML + `
@@ -61,6 +68,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
 	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
 	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
+	history := fs.String("history", "", "change-point detection over the result files in `dir`, one per commit of main, in name order (alpha 0.01 unless -alpha is given)")
 	// Flags may come after BASE and HEAD too: parse, take one positional
 	// argument, parse again. After "--" everything is positional.
 	var files []string
@@ -94,6 +102,27 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *merge {
 		return mainMerge(files, *shards, *format, *mdFile, *jsonFile, stdout, fail)
 	}
+	alphaSet := false
+	fs.Visit(func(f *flag.Flag) { alphaSet = alphaSet || f.Name == "alpha" })
+	// 0 is no "default" here: at alpha 0 no change could ever be
+	// significant, so the gate would pass everything.
+	if alphaSet && !(*alpha > 0 && *alpha < 1) {
+		why := ""
+		if *alpha == 0 {
+			why = ": at alpha 0 no change is ever significant, so the gate would pass anything"
+		}
+		return fail(fmt.Errorf("-alpha %v: must be in (0, 1), such as 0.05%s", *alpha, why))
+	}
+	if *history != "" {
+		if len(files) != 0 {
+			return fail(fmt.Errorf("-history %s takes no BASE or HEAD, got %s", *history, strings.Join(files, " ")))
+		}
+		a := historyAlpha
+		if alphaSet {
+			a = *alpha
+		}
+		return mainHistory(*history, *policyFile, a, *format, *mdFile, *jsonFile, stdout, fail)
+	}
 	if len(files) != 2 {
 		fs.Usage()
 		return fail(fmt.Errorf("want BASE and HEAD, got %d arguments", len(files)))
@@ -108,18 +137,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	alphaSet := false
-	fs.Visit(func(f *flag.Flag) { alphaSet = alphaSet || f.Name == "alpha" })
 	if alphaSet {
-		// 0 is no "default" here: at alpha 0 no change could ever be
-		// significant, so the gate would pass everything.
-		if !(*alpha > 0 && *alpha < 1) {
-			why := ""
-			if *alpha == 0 {
-				why = ": at alpha 0 no change is ever significant, so the gate would pass anything"
-			}
-			return fail(fmt.Errorf("-alpha %v: must be in (0, 1), such as 0.05%s", *alpha, why))
-		}
 		pol.Alpha = *alpha
 	}
 	pol.Holm = pol.Holm || *holm
@@ -171,4 +189,48 @@ func writeFile(name string, rep *Report, write func(*Report, io.Writer) error) e
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// mainHistory runs history mode for Main.
+func mainHistory(dir, policyFile string, alpha float64, format, mdFile, jsonFile string, stdout io.Writer, fail func(error) int) int {
+	writers := map[string]func(*HistoryReport, io.Writer) error{
+		"text": (*HistoryReport).WriteText, "markdown": (*HistoryReport).WriteMarkdown, "md": (*HistoryReport).WriteMarkdown, "json": (*HistoryReport).WriteJSON,
+	}
+	write, ok := writers[format]
+	if !ok {
+		return fail(fmt.Errorf("-format %q: want text, markdown or json", format))
+	}
+	pol := DefaultPolicy()
+	if policyFile != "" {
+		var err error
+		if pol, err = LoadPolicy(policyFile); err != nil {
+			return fail(err)
+		}
+	}
+	rep, err := RunHistory(dir, pol, alpha)
+	if rep == nil {
+		return fail(err)
+	}
+	if werr := write(rep, stdout); werr != nil {
+		return fail(werr)
+	}
+	for file, w := range map[string]func(*HistoryReport, io.Writer) error{mdFile: (*HistoryReport).WriteMarkdown, jsonFile: (*HistoryReport).WriteJSON} {
+		if file == "" {
+			continue
+		}
+		f, ferr := os.Create(file)
+		if ferr == nil {
+			ferr = w(rep, f)
+			if cerr := f.Close(); ferr == nil {
+				ferr = cerr
+			}
+		}
+		if ferr != nil {
+			return fail(fmt.Errorf("write report: %w", ferr))
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return rep.ExitCode()
 }

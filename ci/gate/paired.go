@@ -145,18 +145,3 @@ func sortLabels(ls []string) {
 		return ls[i] < ls[j]
 	})
 }
-
-// median is the median of xs (the mean of the middle two for an even
-// count); ±Inf values sort at the ends.
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}

@@ -91,7 +91,8 @@ func (a *reportArgs) render(stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	var run savedRun
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&run); err != nil {
+	readable, nonFinite := metrics.ReadablePyJSON(data)
+	if err := json.NewDecoder(bytes.NewReader(readable)).Decode(&run); err != nil {
 		return fmt.Errorf("%s: read result: %w", path, err)
 	}
 	plan := &benchPlan{Pooling: client.IsPooling(run.Backend), Goodput: goodput}
@@ -106,6 +107,8 @@ func (a *reportArgs) render(stdout io.Writer) error {
 		PercentileMetrics: plan.PercentileMetrics, Percentiles: plan.Percentiles, RequestRate: math.Inf(1)}
 	if r, ok := run.RequestRate.(float64); ok {
 		console.RequestRate = r
+	} else if word, ok := nonFinite["request_rate"]; ok {
+		_ = metrics.UnmarshalFloat([]byte(word), &console.RequestRate)
 	}
 	if run.MaxConcurrency != nil {
 		console.MaxConcurrency = *run.MaxConcurrency

@@ -40,6 +40,20 @@ func TestReportResummarises(t *testing.T) {
 	assert.Contains(t, string(page), "servegate report: meta-llama/Meta-Llama-3-8B-Instruct")
 }
 
+// TestReportReadsInfinity reads back a run with burstiness inf, which
+// the result file holds as a bare Infinity (as vLLM's does).
+func TestReportReadsInfinity(t *testing.T) {
+	saved := filepath.Join(t.TempDir(), "run.json")
+	benchInproc(t, "--burstiness", "inf", "--save-result", "--save-detailed", "--result-filename", saved, "--no-plot")
+	data, err := os.ReadFile(saved)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"burstiness": Infinity`)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"report", saved, "--no-plot"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "Successful requests:                     24 ")
+}
+
 func TestReportErrors(t *testing.T) {
 	vllmFile := filepath.Join("..", "..", "benchtest", "report", "testdata", "vllm-0.13", "result.json")
 	cases := []struct {
