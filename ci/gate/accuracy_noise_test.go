@@ -21,6 +21,7 @@ import (
 const (
 	envAccuracyTrials = "SERVEGATE_ACCURACY_TRIALS"
 	envAccuracyCells  = "SERVEGATE_ACCURACY_CELLS"
+	envNeighbours     = "SERVEGATE_ACCURACY_NEIGHBOURS"
 	envNeighbour      = "SERVEGATE_NEIGHBOUR"
 )
 
@@ -64,11 +65,20 @@ var accuracyModes = map[byte]string{
 // cell beside the neighbour (cn): A/A false-fail <= 1%, detection >= 95%.
 //
 // SERVEGATE_ACCURACY_TRIALS=<trials per cell> runs it;
-// SERVEGATE_ACCURACY_CELLS=aq,cn,... picks cells (default all six).
+// SERVEGATE_ACCURACY_CELLS=aq,cn,... picks cells (default all six);
+// SERVEGATE_ACCURACY_NEIGHBOURS=<n> starts n neighbour processes instead
+// of one (3 ask for about three cores of two).
 func TestAccuracyNoise(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(envAccuracyTrials))
 	if n < 1 {
 		t.Skipf("set %s=<trials per cell> to run", envAccuracyTrials)
+	}
+	neighbours := 1
+	if v := os.Getenv(envNeighbours); v != "" {
+		var err error
+		neighbours, err = strconv.Atoi(v)
+		require.NoError(t, err, envNeighbours)
+		require.Positive(t, neighbours, envNeighbours)
 	}
 	cells := allCells
 	if v := os.Getenv(envAccuracyCells); v != "" {
@@ -94,8 +104,13 @@ func TestAccuracyNoise(t *testing.T) {
 		neighbour := cell[1] == 'n'
 		where := "quiet"
 		if neighbour {
-			startNeighbour(t)
+			for range neighbours {
+				startNeighbour(t)
+			}
 			where = "neighbour"
+			if neighbours > 1 {
+				where = fmt.Sprintf("%d neighbours", neighbours)
+			}
 		}
 		load0 := loadAverage()
 		start := time.Now()
