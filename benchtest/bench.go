@@ -43,6 +43,10 @@ func BenchDir(b *testing.B, dir string) {
 
 func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.StopTimer()
+	if pairedMode() {
+		runPairedBench(b, owner, sc)
+		return
+	}
 	plan, tgt := start(b, owner, sc)
 	if plan.Capacity != nil {
 		runCapacityBench(b, plan, tgt)
@@ -73,6 +77,12 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		}
 		last = o
 	}
+	reportBench(b, units, sums, last)
+}
+
+// reportBench reports the mean of each unit over b.N runs and logs the
+// SLO table of the last run.
+func reportBench(b *testing.B, units []string, sums map[string]float64, last *Outcome) {
 	for _, u := range units {
 		b.ReportMetric(sums[u]/float64(b.N), u)
 	}

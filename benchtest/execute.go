@@ -51,6 +51,9 @@ type Outcome struct {
 	// scrape them. Its problems (and the checks it allows) are in
 	// Result.Warnings.
 	Server *servermetrics.Summary
+	// Pair is the pair label of a paired run (SERVEGATE_PAIR), written
+	// as the benchfmt configuration key pair:; "" otherwise.
+	Pair string
 
 	lookup func(string) (float64, bool)
 }
@@ -260,6 +263,9 @@ func (o *Outcome) BenchConfig() []report.BenchConfig {
 	}
 	if o.Interrupted() {
 		cfg = append(cfg, report.Interrupted())
+	}
+	if o.Pair != "" {
+		cfg = append(cfg, report.BenchConfig{Key: "pair", Value: o.Pair})
 	}
 	return cfg
 }

@@ -19,6 +19,8 @@ import (
 //	                            one per run (mode test or bench, n from 1)
 //	test.benchfmt               every Run of the process, benchstat format
 //	bench.benchfmt              every Bench iteration of the process
+//	bench-base.benchfmt         in paired mode (SERVEGATE_PAIRED_BASE), the
+//	                            base side's runs; bench.benchfmt holds head's
 //	slo.md                      the SLO table of every Run, Markdown
 //
 // The benchfmt and Markdown files are truncated by the first write of a
@@ -27,6 +29,7 @@ import (
 const (
 	testBenchfmt  = "test.benchfmt"
 	benchBenchfmt = "bench.benchfmt"
+	baseBenchfmt  = "bench-base.benchfmt"
 	sloMarkdown   = "slo.md"
 )
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# compare.sh BASE_REF [HEAD_REF]: benchmark two revisions of the repository
-# in the current directory, interleaved, then run the regression gate.
+# compare.sh [--paired] BASE_REF [HEAD_REF]: benchmark two revisions of the
+# repository in the current directory, interleaved (or paired), then run
+# the regression gate.
 #
 # BASE_REF is checked out in a temporary git worktree. HEAD_REF defaults to
 # the current working tree (uncommitted changes included); a ref is checked
@@ -33,13 +34,27 @@
 # Each run is told its place through SERVEGATE_COMPARE_SIDE (base|head) and
 # SERVEGATE_COMPARE_RUN (1..COUNT).
 #
+# --paired: base and head targets run at the same time, COUNT pairs. Each
+# pair is one go test run in the HEAD checkout (head's harness code drives
+# both sides) with SERVEGATE_PAIRED_BASE (the base checkout),
+# SERVEGATE_PAIRED_HEAD (the head checkout) and SERVEGATE_PAIR=i: every
+# scenario starts head's target and base's (from base's scenario file and
+# sources: sim and container targets only) and runs them together with the
+# same plan and arrival schedule, base started first in odd pairs, head in
+# even ones (benchtest/paired.go). Head's results go to head.benchfmt,
+# base's to base.benchfmt, both labelled pair: i, and the gate runs with
+# -paired (Wilcoxon signed-rank test on per-pair ratios). BENCHTIME must be
+# 1x; the gate needs COUNT >= 6.
+#
 # Exit status: the gate's (0 pass, 1 regression, 2 bad input); 2 also when
 # a checkout or a benchmark run fails.
 set -euo pipefail
 
 die() { echo "compare: $*" >&2; exit 2; }
 
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh BASE_REF [HEAD_REF]"
+paired=0
+if [ "${1:-}" = --paired ]; then paired=1; shift; fi
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--paired] BASE_REF [HEAD_REF]"
 base_ref=$1
 head_ref=${2:-}
 COUNT=${COUNT:-10}
@@ -51,6 +66,7 @@ OUT=${OUT:-out/compare}
 GATE_FLAGS=${GATE_FLAGS--ignore image}
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT=$COUNT: want a positive integer"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP=$WARMUP: want a non-negative integer"
+if [ "$paired" = 1 ] && [ "$BENCHTIME" != 1x ]; then die "--paired: BENCHTIME=$BENCHTIME: paired mode runs one pair per go test run, BENCHTIME=1x"; fi
 
 here=$(cd "$(dirname "$0")/.." && pwd)          # the checkout holding this script
 root=$(git rev-parse --show-toplevel) || die "not in a git repository"
@@ -91,7 +107,9 @@ else
   head_sha="$(git -C "$root" rev-parse HEAD) (working tree)"
   head_dir=$root
 fi
-echo "compare: base $base_sha, head $head_sha, $COUNT interleaved runs of $PKGS" | tee -a "$OUT/runs.log"
+mode="$COUNT interleaved runs"
+if [ "$paired" = 1 ]; then mode="$COUNT pairs (base and head at the same time, head's harness)"; fi
+echo "compare: base $base_sha, head $head_sha, $mode of $PKGS" | tee -a "$OUT/runs.log"
 
 if [ -z "${GATE:-}" ]; then
   (cd "$here" && go build -o "$tmp/gate" ./ci/cmd/gate) || die "cannot build the gate from $here"
@@ -125,15 +143,50 @@ run() {
   fi
 }
 
-for i in $(seq 1 "$WARMUP"); do
-  run base "$tmp/base" "$i" warmup
-  run head "$head_dir" "$i" warmup
-done
-for i in $(seq 1 "$COUNT"); do
-  run base "$tmp/base" "$i"
-  run head "$head_dir" "$i"
-  echo "compare: run $i of $COUNT done" >&2
-done
+# run_pair I [warmup]: pair I, both sides at once from head's harness;
+# head's results are appended to $OUT/head.*, base's to $OUT/base.benchfmt.
+run_pair() {
+  local i=$1 warmup=${2:-} status=0 sgout=$tmp/out/pair-$1${2:-}
+  echo "${warmup:-pair} $i base+head" >>"$OUT/runs.log"
+  mkdir -p "$sgout"
+  # shellcheck disable=SC2086 # PKGS is a word list
+  (cd "$head_dir" && SERVEGATE_PAIRED_BASE=$tmp/base SERVEGATE_PAIRED_HEAD=$head_dir SERVEGATE_PAIR=$i \
+    SERVEGATE_COMPARE_SIDE=pair SERVEGATE_COMPARE_RUN=$i SERVEGATE_OUT=$sgout \
+    go test -run '^$' -bench "$BENCH" -benchtime 1x -count 1 $PKGS) \
+    >"$tmp/run.txt" 2>"$tmp/run.err" || status=$?
+  cat "$tmp/run.txt" "$tmp/run.err" >>"$OUT/head.log"
+  if [ "$status" -ne 0 ]; then
+    tail -20 "$tmp/run.txt" "$tmp/run.err" >&2
+    die "pair $i failed (go test exit $status); full output in $OUT/head.log"
+  fi
+  [ -n "$warmup" ] && return
+  cat "$tmp/run.txt" >>"$OUT/head.txt"
+  for side in base head; do
+    local f=$sgout/bench.benchfmt
+    [ "$side" = base ] && f=$sgout/bench-base.benchfmt
+    [ -s "$f" ] || die "pair $i wrote no $f: are these servegate scenario benchmarks?"
+    { printf 'interrupted:\ninvalid:\n'; cat "$f"; } >>"$OUT/$side.benchfmt"
+  done
+}
+
+if [ "$paired" = 1 ]; then
+  for i in $(seq 1 "$WARMUP"); do run_pair "$i" warmup; done
+  for i in $(seq 1 "$COUNT"); do
+    run_pair "$i"
+    echo "compare: pair $i of $COUNT done" >&2
+  done
+  GATE_FLAGS="$GATE_FLAGS -paired"
+else
+  for i in $(seq 1 "$WARMUP"); do
+    run base "$tmp/base" "$i" warmup
+    run head "$head_dir" "$i" warmup
+  done
+  for i in $(seq 1 "$COUNT"); do
+    run base "$tmp/base" "$i"
+    run head "$head_dir" "$i"
+    echo "compare: run $i of $COUNT done" >&2
+  done
+fi
 
 ext=txt
 if [ -s "$OUT/base.benchfmt" ] && [ -s "$OUT/head.benchfmt" ]; then ext=benchfmt; fi

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,80 +56,129 @@ func simParams(tb testing.TB) simulator.Params {
 // for the whole test.
 func simulatorRun(tb testing.TB) runFunc {
 	tb.Helper()
-	var mu sync.Mutex
-	servers := map[float64]*httptest.Server{}
+	r := newSimRunner(tb)
+	var seed atomic.Int64
+	return func(ctx context.Context, slowdown float64) (map[string]float64, error) {
+		runtime.GC() // as testing.B does before each run: no collection of the last run's garbage inside this one
+		return r.run(ctx, simServer{slowdown: slowdown}, seed.Add(1))
+	}
+}
+
+// A simServer names one in-process simulator server: its slowdown
+// factor and, so that paired runs can drive two servers of the same
+// factor (A/A), an instance number.
+type simServer struct {
+	slowdown float64
+	instance int
+}
+
+// A simRunner runs the accuracy scenario against in-process simulator
+// servers, started on first use and closed at the end of the test. Its
+// run is safe for concurrent use: paired runs drive two servers at once.
+type simRunner struct {
+	tb      testing.TB
+	mu      sync.Mutex
+	servers map[simServer]*httptest.Server
+	samples []dataset.Sample
+	hc      *http.Client
+}
+
+func newSimRunner(tb testing.TB) *simRunner {
+	tb.Helper()
+	r := &simRunner{tb: tb, servers: map[simServer]*httptest.Server{}}
 	tb.Cleanup(func() {
-		for _, s := range servers {
+		for _, s := range r.servers {
 			s.Close()
 		}
 	})
-	server := func(slowdown float64) (*httptest.Server, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if s, ok := servers[slowdown]; ok {
-			return s, nil
-		}
-		p := simParams(tb)
-		sim, err := simulator.New(simulator.Config{Params: &p, Slowdown: slowdown})
-		if err != nil {
-			return nil, err
-		}
-		tb.Cleanup(func() { sim.Close() })
-		s := httptest.NewServer(sim)
-		servers[slowdown] = s
-		return s, nil
-	}
-	samples := make([]dataset.Sample, simRequests)
-	for i := range samples {
-		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
+	r.samples = make([]dataset.Sample, simRequests)
+	for i := range r.samples {
+		r.samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
 	}
 	// One client for every run, so that runs reuse warm connections
 	// instead of paying for connection setup inside the measured TTFT.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * simRequests, MaxConnsPerHost: 4 * simRequests}}
-	tb.Cleanup(hc.CloseIdleConnections)
-	var seed int64
-	return func(ctx context.Context, slowdown float64) (map[string]float64, error) {
-		srv, err := server(slowdown)
-		if err != nil {
-			return nil, err
-		}
-		seed++
-		runtime.GC() // as testing.B does before each run: no collection of the last run's garbage inside this one
-		res, err := engine.Run(ctx, engine.Config{
-			BaseURL:        srv.URL,
-			Backend:        "openai-chat",
-			Model:          simParams(tb).Model,
-			IgnoreEOS:      true,
-			Seed:           seed,
-			RequestTimeout: 10 * time.Second,
-			HTTPClient:     hc,
-		}, samples)
-		if err != nil {
-			return nil, err
-		}
-		sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{Goodput: map[string]float64{"ttft": simTTFTSLO}})
-		sum.Health = res.Health
-		if sum.Completed != simRequests {
-			return nil, fmt.Errorf("simulator run: %d of %d requests completed", sum.Completed, simRequests)
-		}
-		ttft, ok1 := sum.Value("p99_ttft_ms")
-		goodput, ok2 := sum.Value("request_goodput")
-		if !ok1 || !ok2 || math.IsNaN(ttft) {
-			return nil, fmt.Errorf("simulator run: no p99_ttft_ms or request_goodput")
-		}
-		failRatio, _ := sum.Value("failure_ratio")
-		out := map[string]float64{"ttft-p99-sec": ttft / 1000, "goodput-req/s": goodput, "fail-ratio": failRatio}
-		for name, unit := range map[string]string{"median_ttft_ms": "ttft-p50-sec", "mean_ttft_ms": "ttft-mean-sec", "mean_e2el_ms": "e2el-mean-sec"} {
-			if v, ok := sum.Value(name); ok {
-				out[unit] = v / 1000
-			}
-		}
-		// The load generator's health (not gated by the default policy).
-		for _, m := range report.HealthMetrics(sum.Value) {
-			out[m.Unit] = m.Value
-		}
-		return out, nil
+	r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * simRequests, MaxConnsPerHost: 4 * simRequests}}
+	tb.Cleanup(r.hc.CloseIdleConnections)
+	return r
+}
+
+func (r *simRunner) server(k simServer) (*httptest.Server, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.servers[k]; ok {
+		return s, nil
 	}
+	p := simParams(r.tb)
+	sim, err := simulator.New(simulator.Config{Params: &p, Slowdown: k.slowdown})
+	if err != nil {
+		return nil, err
+	}
+	r.tb.Cleanup(func() { sim.Close() })
+	s := httptest.NewServer(sim)
+	r.servers[k] = s
+	return s, nil
+}
+
+// run performs one run against server k with the given schedule seed
+// and returns its metrics by benchstat unit.
+func (r *simRunner) run(ctx context.Context, k simServer, seed int64) (map[string]float64, error) {
+	srv, err := r.server(k)
+	if err != nil {
+		return nil, err
+	}
+	res, err := engine.Run(ctx, engine.Config{
+		BaseURL:        srv.URL,
+		Backend:        "openai-chat",
+		Model:          simParams(r.tb).Model,
+		IgnoreEOS:      true,
+		Seed:           seed,
+		RequestTimeout: 10 * time.Second,
+		HTTPClient:     r.hc,
+	}, r.samples)
+	if err != nil {
+		return nil, err
+	}
+	sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{Goodput: map[string]float64{"ttft": simTTFTSLO}})
+	sum.Health = res.Health
+	if sum.Completed != simRequests {
+		return nil, fmt.Errorf("simulator run: %d of %d requests completed", sum.Completed, simRequests)
+	}
+	ttft, ok1 := sum.Value("p99_ttft_ms")
+	goodput, ok2 := sum.Value("request_goodput")
+	if !ok1 || !ok2 || math.IsNaN(ttft) {
+		return nil, fmt.Errorf("simulator run: no p99_ttft_ms or request_goodput")
+	}
+	failRatio, _ := sum.Value("failure_ratio")
+	out := map[string]float64{"ttft-p99-sec": ttft / 1000, "goodput-req/s": goodput, "fail-ratio": failRatio}
+	for name, unit := range map[string]string{"median_ttft_ms": "ttft-p50-sec", "mean_ttft_ms": "ttft-mean-sec", "mean_e2el_ms": "e2el-mean-sec"} {
+		if v, ok := sum.Value(name); ok {
+			out[unit] = v / 1000
+		}
+	}
+	// The load generator's health (not gated by the default policy).
+	for _, m := range report.HealthMetrics(sum.Value) {
+		out[m.Unit] = m.Value
+	}
+	return out, nil
+}
+
+// runPair runs base and head at the same time, with the same schedule
+// seed, starting base's run first when baseFirst is set and head's
+// otherwise: one pair of ci/compare.sh --paired. Before the pair, one
+// runtime.GC, as testing.B does before each run.
+func (r *simRunner) runPair(ctx context.Context, base, head simServer, seed int64, baseFirst bool) (b, h map[string]float64, err error) {
+	runtime.GC()
+	var wg sync.WaitGroup
+	var errB, errH error
+	first, second := func() { b, errB = r.run(ctx, base, seed) }, func() { h, errH = r.run(ctx, head, seed) }
+	if !baseFirst {
+		first, second = second, first
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); first() }()
+	go func() { defer wg.Done(); second() }()
+	wg.Wait()
+	return b, h, errors.Join(errB, errH)
 }
 
 // TestAccuracySimulator measures the gate against the in-process

@@ -35,6 +35,9 @@ func BenchmarkServe(b *testing.B) {
 	b.ReportMetric(ttft*jitter, "ttft-p99-sec")
 	b.ReportMetric(10/jitter, "goodput-req/s")
 	b.ReportMetric(0, "fail-ratio")
+	if pairedBench(b, run) {
+		return
+	}
 	// What servegate's benchmarks also write: full precision, one more unit.
 	if dir := os.Getenv("SERVEGATE_OUT"); dir != "" && os.Getenv("NO_BENCHFMT") == "" {
 		line := fmt.Sprintf("BenchmarkServe 1 %v ttft-p99-sec %v goodput-req/s %v e2el-p99-sec 0 fail-ratio\n", ttft*jitter, 10/jitter, 2*ttft*jitter)
@@ -45,6 +48,49 @@ func BenchmarkServe(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+`
+
+// pairedSource is what servegate's Bench does in paired mode, in
+// miniature: with SERVEGATE_PAIRED_BASE set it reads base's TTFT from the
+// base checkout and writes one run of each side, labelled pair:
+// SERVEGATE_PAIR, to bench-base.benchfmt and bench.benchfmt. Both runs of
+// a pair share a machine factor that varies by 60% from pair to pair.
+const pairedSource = `package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func pairedBench(b *testing.B, run int) bool {
+	baseDir := os.Getenv("SERVEGATE_PAIRED_BASE")
+	if baseDir == "" {
+		return false
+	}
+	src, err := os.ReadFile(filepath.Join(baseDir, "bench", "ttft.go"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	baseTTFT, err := strconv.ParseFloat(strings.TrimSpace(strings.SplitAfter(string(src), "= ")[1]), 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pair := os.Getenv("SERVEGATE_PAIR")
+	p, _ := strconv.Atoi(pair)
+	machine := 1 + 0.15*float64((p*7)%5)
+	dir := os.Getenv("SERVEGATE_OUT")
+	for file, v := range map[string]float64{"bench-base.benchfmt": baseTTFT * machine, "bench.benchfmt": ttft * machine} {
+		line := fmt.Sprintf("pair: %s\nBenchmarkServe 1 %v ttft-p99-sec 0 fail-ratio\n", pair, v)
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(line), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return true
 }
 `
 
@@ -68,6 +114,7 @@ func gitRepo(t *testing.T, headTTFT string) (dir, base, head string) {
 	git("init", "-q", "-b", "main")
 	write("go.mod", "module example.com/cmp\n\ngo 1.26\n")
 	write("bench/bench_test.go", benchSource)
+	write("bench/paired_test.go", pairedSource)
 	write("bench/ttft.go", "package bench\n\nconst ttft = 0.100\n")
 	git("add", ".")
 	git("commit", "-qm", "base")
@@ -173,4 +220,51 @@ func TestCompareScript(t *testing.T) {
 	code, _, log = compare("4", "no-such-ref")
 	assert.Equal(t, ExitBadInput, code, log)
 	assert.Contains(t, log, "compare: unknown base ref no-such-ref")
+}
+
+// TestCompareScriptPaired runs ci/compare.sh --paired on a scratch
+// repository whose head is 10% slower under a machine factor that varies
+// by 60% between pairs: one go test run per pair, in the head checkout,
+// both sides' results collected, and the paired gate fails the head.
+func TestCompareScriptPaired(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test 7 times")
+	}
+	script, err := filepath.Abs("../compare.sh")
+	require.NoError(t, err)
+	dir, base, head := gitRepo(t, "0.110")
+	compare := func(extra ...string) (int, string, string) {
+		out := t.TempDir()
+		cmd := exec.Command(script, append([]string{"--paired"}, extra...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "COUNT=6", "PKGS=./bench/...", "OUT="+out)
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), out, buf.String()
+		}
+		require.NoError(t, err)
+		return 0, out, buf.String()
+	}
+	code, out, log := compare(base, head)
+	assert.Equal(t, ExitRegression, code, log)
+	assert.Contains(t, log, "6 pairs (base and head at the same time, head's harness)")
+	assert.Contains(t, log, "paired, 6 pairs, signed-rank p=0.031")
+	runs, err := os.ReadFile(filepath.Join(out, "runs.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(runs), "pair 1 base+head\npair 2 base+head\n")
+	baseBench, err := os.ReadFile(filepath.Join(out, "base.benchfmt"))
+	require.NoError(t, err)
+	assert.Equal(t, 6, strings.Count(string(baseBench), "pair: "), string(baseBench))
+	// The same results, unpaired: the machine's noise hides the 10%.
+	gcode, stdout, _ := gateRun(t, filepath.Join(out, "base.benchfmt"), filepath.Join(out, "head.benchfmt"))
+	assert.Equal(t, ExitPass, gcode, stdout)
+
+	// BENCHTIME other than 1x is refused before anything runs.
+	t.Setenv("BENCHTIME", "2x")
+	code, _, log = compare(base, head)
+	assert.Equal(t, ExitBadInput, code, log)
+	assert.Contains(t, log, "paired mode runs one pair per go test run")
 }

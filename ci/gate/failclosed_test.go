@@ -160,7 +160,7 @@ func TestBadValues(t *testing.T) {
 			line := strings.Count(good, "\n") + 1
 			where := head + ":" + ftoa(float64(line)) + ": Benchmark" + strings.TrimPrefix(strings.Fields(tt.line)[0], "Benchmark") + ": "
 
-			_, err := read([]string{base}, []string{head}, "/scenario:a", "")
+			_, err := read([]string{base}, []string{head}, "/scenario:a", "", false)
 			require.Error(t, err, "read must refuse the value before any statistics")
 			assert.Contains(t, err.Error(), where+tt.want)
 
@@ -187,7 +187,7 @@ func TestManyBadValues(t *testing.T) {
 	dir := t.TempDir()
 	base := writeText(t, dir, "base.txt", servegateRuns(6, 0.1, 0))
 	head := writeText(t, dir, "head.txt", strings.Repeat("BenchmarkScenarios/scenario=a 1 NaN ttft-p99-sec 0 fail-ratio\n", 1000))
-	_, err := read([]string{base}, []string{head}, "", "")
+	_, err := read([]string{base}, []string{head}, "", "", false)
 	require.Error(t, err, "read must refuse the values before any statistics")
 	code, _, stderr := gateRun(t, base, head)
 	assert.Equal(t, ExitBadInput, code)

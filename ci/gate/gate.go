@@ -51,6 +51,12 @@ type Config struct {
 	// Ignore lists file or name keys to ignore when grouping, as
 	// benchstat's -ignore (for example "commit,date").
 	Ignore string
+
+	// Paired compares the gated rows pair by pair (see PairedTest):
+	// every result line must carry a pair: key, and every pair both a
+	// base and a head run. The rows the policy does not gate keep
+	// benchstat's unpaired statistics.
+	Paired bool
 }
 
 // A Verdict is the outcome of the gate or of one gated comparison.
@@ -93,14 +99,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	in, err := read(cfg.Base, cfg.Head, cfg.Filter, cfg.Ignore)
+	in, err := read(cfg.Base, cfg.Head, cfg.Filter, cfg.Ignore, cfg.Paired)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep := evaluate(in, pol)
+	rep := evaluate(in, pol, cfg.Paired)
 	if len(rep.Errors) == 0 {
 		return rep, nil
 	}
@@ -111,9 +117,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, errors.Join(errs...)
 }
 
-// evaluate compares every cell and applies the policy.
-func evaluate(in *inputs, pol *Policy) *Report {
-	rep := &Report{Alpha: pol.Alpha, Confidence: pol.Confidence, Holm: pol.Holm, Warnings: in.warnings}
+// evaluate compares every cell and applies the policy; paired gated rows
+// are compared pair by pair.
+func evaluate(in *inputs, pol *Policy, paired bool) *Report {
+	in.paired = paired
+	rep := &Report{Alpha: pol.Alpha, Confidence: pol.Confidence, Holm: pol.Holm, Paired: paired, Warnings: in.warnings}
 	thr := benchmath.DefaultThresholds
 	thr.CompareAlpha = pol.Alpha
 
@@ -142,6 +150,9 @@ func evaluate(in *inputs, pol *Policy) *Report {
 				cmp.Tolerance.Sign = -cmp.Better // unsigned means "worse by"
 			}
 			if in.lostValues(cmp, tk, rk) || in.unmatched(cmp, tk, rk) {
+				continue
+			}
+			if paired && pairUp(cmp, c) {
 				continue
 			}
 			gated = append(gated, cmp)
@@ -263,7 +274,7 @@ func (in *inputs) lostValues(cmp *Comparison, tk, rk benchproc.Key) bool {
 		cmp.Reason = fmt.Sprintf("no %s in %d of %d head runs (base has it in %d of %d): a run with no successful request reports no latency or throughput",
 			unit, runsHead-nh, runsHead, nb, runsBase)
 		return true
-	case nb > 0 && runsHead > 0 && nh < nb:
+	case nb > 0 && runsHead > 0 && nh < nb && !in.paired: // paired: pairUp names the pairs missing a partner
 		cmp.Verdict, cmp.Reason = Error, fmt.Sprintf("fewer head runs than base runs (%d < %d)", nh, nb)
 		cmp.problem = &problem{group: fmt.Sprintf("fewer:%d:%d", nh, nb), what: cmp.Benchmark + " " + unit, msg: func(whats string) string {
 			return fmt.Sprintf("too few head runs: %d head against %d base runs of %s: the gate does not judge a head on fewer runs than its base; rerun head with -count %d",

@@ -22,7 +22,9 @@ const usage = `usage: servegate gate [flags] BASE HEAD
 
 Compares the benchmark results of BASE and HEAD the way benchstat does
 (medians, Mann-Whitney U test, alpha 0.05) and fails when a gated unit
-got significantly worse beyond its tolerance. BASE and HEAD are benchfmt
+got significantly worse beyond its tolerance; with -paired, runs matched
+by their pair: key and Wilcoxon's signed-rank test on the per-pair
+head/base ratios instead. BASE and HEAD are benchfmt
 files (go test -bench output or servegate result files) or directories
 of *.txt, *.bench and *.benchfmt files.
 
@@ -62,6 +64,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonFile := fs.String("json", "", "also write the JSON report to `file`")
 	filter := fs.String("filter", "", "benchstat -filter `query`: gate only matching results")
 	ignore := fs.String("ignore", "", "benchstat -ignore `keys`: configuration keys that may differ between base and head")
+	paired := fs.Bool("paired", false, "compare gated rows pair by pair (pair: key, Wilcoxon signed-rank test on head/base ratios); ci/compare.sh --paired writes such inputs")
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
 	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
 	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
@@ -139,7 +142,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pol.Holm = pol.Holm || *holm
 
-	cfg := Config{Base: files[:1], Head: files[1:], Policy: pol, Filter: *filter, Ignore: *ignore}
+	cfg := Config{Base: files[:1], Head: files[1:], Policy: pol, Filter: *filter, Ignore: *ignore, Paired: *paired}
 	rep, runErr := Run(ctx, cfg)
 	if rep == nil {
 		return fail(runErr)

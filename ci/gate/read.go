@@ -67,6 +67,10 @@ type cellKey struct {
 // cell holds the values of one benchmark and unit on each side.
 type cell struct {
 	base, head []float64
+	// basePair and headPair are the pair labels (the pair: key) of
+	// base's and head's values, index for index; read fills them only
+	// in paired mode.
+	basePair, headPair []string
 	// residue keys seen in this cell; more than one means results that
 	// differ in a hidden dimension were pooled (benchstat warns too).
 	residue map[benchproc.Key]bool
@@ -90,13 +94,17 @@ type inputs struct {
 	units    benchfmt.UnitMetadataMap
 	seen     map[string]bool // tidied units present in either side
 	warnings []string        // syntax errors, conflicting metadata
+	paired   bool            // gated rows are compared pair by pair
 }
 
 // read reads base and head the way benchstat reads "benchstat base head":
 // results are projected into tables by .config and unit, rows by
 // .fullname and columns by .file, after applying filter and ignoring the
 // keys in ignore (benchstat's -filter and -ignore).
-func read(base, head []string, filter, ignore string) (*inputs, error) {
+//
+// In paired mode every result line must carry a pair: key (exit 2 naming
+// file:line otherwise), and each value keeps its pair label.
+func read(base, head []string, filter, ignore string, paired bool) (*inputs, error) {
 	if filter == "" {
 		filter = "*"
 	}
@@ -146,7 +154,7 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 	in := &inputs{cells: map[cellKey]*cell{}, runs: map[runKey]*[2]int{}, unit: unitField, seen: map[string]bool{}}
 	tables, rows := map[benchproc.Key]bool{}, map[benchproc.Key]bool{}
 	count := map[string]int{}
-	bad, refused := rejects{why: badValues}, rejects{why: refusedRuns}
+	bad, refused, unpaired := rejects{why: badValues}, rejects{why: refusedRuns}, rejects{why: unpairedRuns}
 	files := benchfmt.Files{Paths: paths, AllowLabels: true}
 	for files.Scan() {
 		switch rec := files.Result().(type) {
@@ -168,6 +176,11 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 			}
 			if msg := unusable(rec); msg != "" {
 				refused.add(rec, msg)
+				continue
+			}
+			pair := string(rec.GetConfig(pairKey))
+			if paired && pair == "" {
+				unpaired.add(rec, "no "+pairKey+": key")
 				continue
 			}
 			side := string(rec.GetConfig(".file"))
@@ -193,13 +206,18 @@ func read(base, head []string, filter, ignore string) (*inputs, error) {
 				} else {
 					c.head = append(c.head, rec.Values[i].Value)
 				}
+				if paired && side == sideBase {
+					c.basePair = append(c.basePair, pair)
+				} else if paired {
+					c.headPair = append(c.headPair, pair)
+				}
 			}
 		}
 	}
 	if err := files.Err(); err != nil {
 		return nil, fmt.Errorf("read inputs: %w", err)
 	}
-	if err := errors.Join(bad.err(), refused.err()); err != nil {
+	if err := errors.Join(bad.err(), refused.err(), unpaired.err()); err != nil {
 		return nil, err
 	}
 	if count[sideBase] == 0 {

@@ -21,13 +21,18 @@ const (
 	// invalidKey marks a run the harness found invalid; its value says
 	// why. Any value refuses the line.
 	invalidKey = "invalid"
+	// pairKey labels the two runs of one pair in paired mode
+	// (ci/compare.sh --paired writes "pair: N" on the base and the head
+	// run it drove at the same time). It never splits the grouping; gate
+	// -paired matches base and head values by it.
+	pairKey = "pair"
 )
 
-// markerKeys returns the marker keys that ignore (a benchstat -ignore
-// list) does not already name, comma-separated.
+// markerKeys returns the run marker keys and the pair key that ignore (a
+// benchstat -ignore list) does not already name, comma-separated.
 func markerKeys(ignore string) string {
 	var keys []string
-	for _, k := range []string{interruptedKey, invalidKey} {
+	for _, k := range []string{interruptedKey, invalidKey, pairKey} {
 		if !slices.Contains(strings.Split(ignore, ","), k) {
 			keys = append(keys, k)
 		}
@@ -90,6 +95,8 @@ const (
 	badValues   = "bad value: %d result line(s) hold a NaN, an infinity or a negative duration, which no comparison can use; fix or remove them:"
 	refusedRuns = "refused: %d result line(s) come from runs that cannot speak for the server (" +
 		interruptedKey + " or " + invalidKey + " in their configuration); rerun them:"
+	unpairedRuns = "unpaired: %d result line(s) carry no " + pairKey + ": key, which -paired matches base and head runs by; " +
+		"write them with ci/compare.sh --paired, or gate without -paired:"
 )
 
 func (r *rejects) add(rec *benchfmt.Result, msg string) {

@@ -45,6 +45,11 @@ type Comparison struct {
 	Verdict Verdict `json:"verdict,omitempty"`
 	Reason  string  `json:"reason,omitempty"`
 
+	// Paired is the paired comparison of a gated row in paired mode
+	// (Config.Paired); P, PAdjusted and Delta are then its signed-rank
+	// p-value and median ratio - 1.
+	Paired *PairedTest `json:"paired,omitempty"`
+
 	// Warnings are benchmath's and benchstat's notes on the samples.
 	Warnings []string `json:"warnings,omitempty"`
 
@@ -83,11 +88,23 @@ func judge(c *Comparison, pol *Policy, gated int) {
 		c.problem = &problem{group: "sign:" + c.Unit, what: c.Benchmark, msg: func(string) string { return msg }}
 		return
 	}
-	if c.Assume == "nothing" {
-		need := alpha
-		if pol.Holm {
-			need = alpha / float64(gated)
+	need := alpha
+	if pol.Holm {
+		need = alpha / float64(gated)
+	}
+	if c.Paired != nil {
+		if minP := minSignedRankP(c.Paired.Pairs); minP > need {
+			c.Verdict, c.Reason = Error, fmt.Sprintf("too few pairs (%d)", c.Paired.Pairs)
+			c.problem = tooFewPairs(c, minP, need, pol)
+			return
 		}
+		if math.IsNaN(c.Delta) {
+			c.Verdict, c.Reason = Error, "no median ratio"
+			msg := fmt.Sprintf("paired: %s %s: the median head/base ratio is undefined (zero base values)", c.Benchmark, c.Unit)
+			c.problem = &problem{group: "nanratio:" + c.Unit, what: c.Benchmark, msg: func(string) string { return msg }}
+			return
+		}
+	} else if c.Assume == "nothing" {
 		if minP := minUTestP(c.Base.N, c.Head.N); minP > need {
 			c.Verdict, c.Reason = Error, fmt.Sprintf("too few samples (%d+%d runs)", c.Base.N, c.Head.N)
 			c.problem = tooFew(c, minP, need, pol)
@@ -98,20 +115,23 @@ func judge(c *Comparison, pol *Policy, gated int) {
 	// badMove is the change in the bad direction: relative or absolute.
 	badMove := float64(bad) * c.Delta
 	if !c.Tolerance.Relative {
-		badMove = float64(bad) * (c.Head.Center - c.Base.Center)
+		badMove = float64(bad) * absMove(c)
 	}
 	pName := "p"
 	if pol.Holm {
 		pName = "Holm-adjusted p"
 	}
 	p := fmt.Sprintf("%s=%.3f", pName, c.PAdjusted)
-	if c.Assume == "exact" {
+	if c.Paired != nil {
+		p = fmt.Sprintf("paired, %d pairs, signed-rank %s", c.Paired.Pairs, p)
+	}
+	if c.Assume == "exact" && c.Paired == nil {
 		p = "exact"
 	}
 	switch {
 	case !c.Significant:
 		c.Verdict, c.Reason = Pass, fmt.Sprintf("no significant change (%s > α=%v)", p, alpha)
-	case c.Head.Center == c.Base.Center:
+	case c.Paired == nil && c.Head.Center == c.Base.Center:
 		c.Verdict, c.Reason = Pass, fmt.Sprintf("no change (%s)", p)
 	case badMove <= 0:
 		c.Verdict, c.Reason = Pass, fmt.Sprintf("better: %s (%s)", pct(c.Delta), p)
@@ -137,12 +157,34 @@ func tooFew(c *Comparison, minP, need float64, pol *Policy) *problem {
 	}}
 }
 
+// tooFewPairs explains why a paired comparison cannot reach significance.
+func tooFewPairs(c *Comparison, minP, need float64, pol *Policy) *problem {
+	level := fmt.Sprintf("alpha %v", pol.Alpha)
+	if pol.Holm {
+		level = fmt.Sprintf("alpha %v / %d gated comparisons (Holm) = %.4g", pol.Alpha, int(math.Round(pol.Alpha/need)), need)
+	}
+	n, pairs := c.Paired.Pairs, pairsNeeded(need)
+	return &problem{group: fmt.Sprintf("fewpairs:%d", n), what: c.Benchmark + " " + c.Unit, msg: func(whats string) string {
+		return fmt.Sprintf("too few pairs: %d pairs of %s: the smallest p-value the signed-rank test can give with %d pairs is %.3f (2/2^%d), above %s, "+
+			"so no change could ever be significant; run at least %d pairs (COUNT=%d ci/compare.sh --paired)", n, whats, n, minP, n, level, pairs, pairs)
+	}}
+}
+
+// absMove is a comparison's change in the unit: the median per-pair
+// difference when paired, else the difference of the centers.
+func absMove(c *Comparison) float64 {
+	if c.Paired != nil {
+		return c.Paired.MedianDiff
+	}
+	return c.Head.Center - c.Base.Center
+}
+
 // change formats a comparison's move in the tolerance's terms.
 func change(c *Comparison) string {
 	if c.Tolerance.Relative {
 		return pct(c.Delta)
 	}
-	d := c.Head.Center - c.Base.Center
+	d := absMove(c)
 	sign := "+"
 	if d < 0 {
 		sign = "-"
@@ -168,6 +210,8 @@ type Report struct {
 	Alpha      float64 `json:"alpha"`
 	Confidence float64 `json:"confidence"`
 	Holm       bool    `json:"holm"`
+	// Paired reports a paired comparison (Config.Paired).
+	Paired bool `json:"paired,omitempty"`
 	// Comparisons are in benchstat's table and row order.
 	Comparisons []*Comparison `json:"comparisons"`
 	// Errors are the problems that make a verdict impossible (exit 2).

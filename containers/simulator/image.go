@@ -45,14 +45,25 @@ var imageMu sync.Mutex
 // tokenizer when that link fails) and the Llama-3 tokenizer, in a FROM
 // scratch image. logw receives progress lines; nil discards them.
 func Image(ctx context.Context, logw io.Writer) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	return ImageAt(ctx, root, logw)
+}
+
+// ImageAt is Image for the servegate sources at root, such as a checkout
+// of another revision: paired mode (benchtest, SERVEGATE_PAIRED_BASE)
+// builds the base side's simulator from the base checkout this way. The
+// image's recipe is this build's; the simulator's code is root's.
+func ImageAt(ctx context.Context, root string, logw io.Writer) (string, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
 	imageMu.Lock()
 	defer imageMu.Unlock()
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("simulator image: the servegate sources are not at %s (%w)", root, err)
 	}
 	tok, err := tokenizer.BundledJSON(tokenizer.Llama3)
 	if err != nil {
