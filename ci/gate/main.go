@@ -131,11 +131,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	pol := DefaultPolicy()
-	if *policyFile != "" {
-		if pol, err = LoadPolicy(*policyFile); err != nil {
-			return fail(err)
-		}
+	pol, err := loadPolicy(*policyFile)
+	if err != nil {
+		return fail(err)
 	}
 	if alphaSet {
 		pol.Alpha = *alpha
@@ -147,16 +145,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if rep == nil {
 		return fail(runErr)
 	}
-	if err := write(rep, stdout); err != nil {
+	if err := writeReports(rep, write, stdout, *mdFile, *jsonFile); err != nil {
 		return fail(err)
-	}
-	for file, w := range map[string]func(*Report, io.Writer) error{*mdFile: (*Report).WriteMarkdown, *jsonFile: (*Report).WriteJSON} {
-		if file == "" {
-			continue
-		}
-		if err := writeFile(file, rep, w); err != nil {
-			return fail(err)
-		}
 	}
 	if runErr != nil {
 		fail(runErr)
@@ -164,19 +154,53 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return rep.ExitCode()
 }
 
-func formatter(name string) (func(*Report, io.Writer) error, error) {
+// A reporter is a report the gate writes: a comparison's, a merge's or
+// a history's.
+type reporter interface {
+	WriteText(io.Writer) error
+	WriteMarkdown(io.Writer) error
+	WriteJSON(io.Writer) error
+}
+
+// formatter returns the writer of the -format name.
+func formatter(name string) (func(reporter, io.Writer) error, error) {
 	switch name {
 	case "text":
-		return (*Report).WriteText, nil
+		return reporter.WriteText, nil
 	case "markdown", "md":
-		return (*Report).WriteMarkdown, nil
+		return reporter.WriteMarkdown, nil
 	case "json":
-		return (*Report).WriteJSON, nil
+		return reporter.WriteJSON, nil
 	}
 	return nil, fmt.Errorf("-format %q: want text, markdown or json", name)
 }
 
-func writeFile[R any](name string, rep R, write func(R, io.Writer) error) error {
+// loadPolicy reads the -policy file, or returns the default policy.
+func loadPolicy(file string) (*Policy, error) {
+	if file == "" {
+		return DefaultPolicy(), nil
+	}
+	return LoadPolicy(file)
+}
+
+// writeReports writes rep to stdout with write, and to the -markdown and
+// -json files when they are named.
+func writeReports(rep reporter, write func(reporter, io.Writer) error, stdout io.Writer, mdFile, jsonFile string) error {
+	if err := write(rep, stdout); err != nil {
+		return err
+	}
+	for file, w := range map[string]func(reporter, io.Writer) error{mdFile: reporter.WriteMarkdown, jsonFile: reporter.WriteJSON} {
+		if file == "" {
+			continue
+		}
+		if err := writeFile(file, rep, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(name string, rep reporter, write func(reporter, io.Writer) error) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
@@ -193,34 +217,20 @@ func writeFile[R any](name string, rep R, write func(R, io.Writer) error) error 
 
 // mainHistory runs history mode for Main.
 func mainHistory(dir, policyFile string, alpha float64, format, mdFile, jsonFile string, stdout io.Writer, fail func(error) int) int {
-	writers := map[string]func(*HistoryReport, io.Writer) error{
-		"text": (*HistoryReport).WriteText, "markdown": (*HistoryReport).WriteMarkdown, "md": (*HistoryReport).WriteMarkdown, "json": (*HistoryReport).WriteJSON,
+	write, err := formatter(format)
+	if err != nil {
+		return fail(err)
 	}
-	write, ok := writers[format]
-	if !ok {
-		return fail(fmt.Errorf("-format %q: want text, markdown or json", format))
-	}
-	pol := DefaultPolicy()
-	if policyFile != "" {
-		var err error
-		if pol, err = LoadPolicy(policyFile); err != nil {
-			return fail(err)
-		}
+	pol, err := loadPolicy(policyFile)
+	if err != nil {
+		return fail(err)
 	}
 	rep, err := RunHistory(dir, pol, alpha)
 	if rep == nil {
 		return fail(err)
 	}
-	if werr := write(rep, stdout); werr != nil {
+	if werr := writeReports(rep, write, stdout, mdFile, jsonFile); werr != nil {
 		return fail(werr)
-	}
-	for file, w := range map[string]func(*HistoryReport, io.Writer) error{mdFile: (*HistoryReport).WriteMarkdown, jsonFile: (*HistoryReport).WriteJSON} {
-		if file == "" {
-			continue
-		}
-		if ferr := writeFile(file, rep, w); ferr != nil {
-			return fail(ferr)
-		}
 	}
 	if err != nil {
 		return fail(err)

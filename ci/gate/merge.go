@@ -180,16 +180,8 @@ func mainMerge(files []string, shards int, format, mdFile, jsonFile string, stdo
 		rep.Errors = append(readErrs, rep.Errors...)
 		rep.Verdict = rep.verdict()
 	}
-	if err := write(rep, stdout); err != nil {
+	if err := writeReports(rep, write, stdout, mdFile, jsonFile); err != nil {
 		return fail(err)
-	}
-	for file, w := range map[string]func(*Report, io.Writer) error{mdFile: (*Report).WriteMarkdown, jsonFile: (*Report).WriteJSON} {
-		if file == "" {
-			continue
-		}
-		if err := writeFile(file, rep, w); err != nil {
-			return fail(err)
-		}
 	}
 	for _, e := range rep.Errors {
 		fail(fmt.Errorf("%s", e))
