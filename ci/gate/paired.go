@@ -28,10 +28,8 @@ type PairedTest struct {
 	// V is the signed-rank statistic: the sum of the ranks of the pairs
 	// in which head is higher.
 	V float64 `json:"v"`
-	// Labels are the pair labels in order; Ratios the head/base ratio of
-	// each (±Inf or NaN when base is 0), Diffs head - base.
+	// Labels are the pair labels in order; Diffs head - base of each.
 	Labels []string  `json:"labels"`
-	Ratios []float64 `json:"-"`
 	Diffs  []float64 `json:"diffs"`
 	// MedianRatio is the median of Ratios, MedianDiff that of Diffs.
 	MedianRatio float64 `json:"median_ratio"`
@@ -94,7 +92,6 @@ func pairUp(cmp *Comparison, c *cell) bool {
 			return fail("pairneg:"+cmp.Unit, fmt.Sprintf("pair %s: a negative value (base %v, head %v) has no ratio", l, b, h))
 		}
 		pt.Diffs = append(pt.Diffs, h-b)
-		pt.Ratios = append(pt.Ratios, h/b)
 		switch {
 		case b == h:
 			logs[i] = 0
