@@ -28,13 +28,8 @@ func goodputMargin(b scenario.Bound, slo map[string]float64, records []metrics.R
 		if r.Unsent || !r.Success {
 			continue
 		}
-		ttft, lat := r.TTFT.Seconds(), r.Latency.Seconds()
-		var tpot float64
-		if r.OutputTokens > 1 {
-			tpot = (lat - ttft) / float64(r.OutputTokens-1)
-		}
 		s := math.Inf(1)
-		for name, v := range map[string]float64{"ttft": ttft, "tpot": tpot, "e2el": lat} {
+		for name, v := range map[string]float64{"ttft": r.TTFT.Seconds(), "tpot": r.TPOTSeconds(), "e2el": r.Latency.Seconds()} {
 			if limit, ok := slo[name]; ok && limit > 0 {
 				s = math.Min(s, (limit/1000-v)/(limit/1000))
 			}

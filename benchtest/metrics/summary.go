@@ -135,9 +135,8 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		s.TotalOutput += out
 		s.TotalInput += r.PromptLen
 		ttft := seconds(r.TTFT)
-		var tpot float64
+		tpot := r.TPOTSeconds()
 		if out > 1 {
-			tpot = (lat - ttft) / float64(out-1)
 			tpots = append(tpots, tpot)
 		}
 		allTPOTs = append(allTPOTs, tpot)
@@ -162,6 +161,16 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 // seconds converts a duration to float seconds exactly as a division of
 // nanoseconds by 1e9.
 func seconds(d time.Duration) float64 { return float64(d) / 1e9 }
+
+// TPOTSeconds is the request's time per output token after the first, in
+// seconds, as vllm bench serve computes it: (latency − TTFT) / (output
+// tokens − 1); 0 for a request of fewer than two tokens.
+func (r *Record) TPOTSeconds() float64 {
+	if r.OutputTokens < 2 {
+		return 0
+	}
+	return (seconds(r.Latency) - seconds(r.TTFT)) / float64(r.OutputTokens-1)
+}
 
 // goodCount counts the requests that meet every SLO (milliseconds).
 func goodCount(slo map[string]float64, ttfts, tpots, e2els []float64) int {
