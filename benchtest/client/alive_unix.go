@@ -12,12 +12,8 @@ import (
 // unsolicited answer (such as a 408 for an idle connection), either of
 // which makes it unusable.
 func alive(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
+	rc, ok := rawConn(c)
 	if !ok {
-		return true
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
 		return true
 	}
 	live := true
@@ -30,4 +26,14 @@ func alive(c net.Conn) bool {
 		return true
 	})
 	return live
+}
+
+// rawConn returns c's file descriptor access, when it has one.
+func rawConn(c net.Conn) (syscall.RawConn, bool) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	return rc, err == nil
 }

@@ -28,12 +28,8 @@ type kernelStamps struct {
 // where it cannot, reads are stamped when they return.
 func newStampedConn(c net.Conn) *stampedConn {
 	sc := &stampedConn{Conn: c}
-	s, ok := c.(syscall.Conn)
+	raw, ok := rawConn(c)
 	if !ok {
-		return sc
-	}
-	raw, err := s.SyscallConn()
-	if err != nil {
 		return sc
 	}
 	var serr error
