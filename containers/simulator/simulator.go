@@ -10,6 +10,7 @@ package simulator
 import (
 	"context"
 	"io"
+	"net"
 
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
@@ -44,6 +45,14 @@ func LoadProfile(nameOrPath string) (Params, error) { return sim.LoadProfile(nam
 
 // Profiles lists the shipped profiles.
 func Profiles() []string { return sim.Profiles() }
+
+// StampListener wraps a listener so that the ground truth records when
+// each request reached the socket (intake_ms); serve it with ConnContext
+// as the http.Server's ConnContext. See sim.StampListener.
+func StampListener(ln net.Listener) net.Listener { return sim.StampListener(ln) }
+
+// ConnContext goes with StampListener; see sim.ConnContext.
+func ConnContext(ctx context.Context, c net.Conn) context.Context { return sim.ConnContext(ctx, c) }
 
 // Main runs the simulator as a command (flags, environment, serving until
 // ctx is done) and returns its exit status; see sim.Main. `servegate sim`

@@ -36,15 +36,22 @@ func Mode() string { return os.Getenv(env) }
 
 // Serve serves h on a loopback port, prints the address for the parent
 // and returns when standard input closes (the parent is done).
-func Serve(tb testing.TB, h http.Handler) {
+func Serve(tb testing.TB, h http.Handler) { ServeServer(tb, &http.Server{Handler: h}, nil) }
+
+// ServeServer is Serve with the caller's server, on a listener wrapped by
+// wrap when it is not nil (the simulator's StampListener, say).
+func ServeServer(tb testing.TB, srv *http.Server, wrap func(net.Listener) net.Listener) {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
+	addr := l.Addr().String()
+	if wrap != nil {
+		l = wrap(l)
+	}
 	go func() { _ = srv.Serve(l) }()
-	fmt.Println("ADDR", l.Addr().String())
+	fmt.Println("ADDR", addr)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	_ = srv.Close()
 }

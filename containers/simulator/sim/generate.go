@@ -121,11 +121,11 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		return
 	}
 	if j.fault.status != 0 {
-		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, fault: j.fault.String()})
+		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
 		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
 		return
 	}
-	kids := s.submitJob(j, r.URL.Path, arrival)
+	kids := s.submitJob(j, r, arrival)
 	defer s.recordFinished(j, kids)
 	if j.stream {
 		s.stream(w, r, j, kids)
@@ -138,7 +138,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 // they are admitted in the same step and the later ones find the prompt's
 // blocks in the prefix cache, as vLLM's n child requests do. One ground
 // truth record covers them all.
-func (s *Server) submitJob(j *job, endpoint string, arrival time.Time) []*seq {
+func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 	notify := make(chan struct{}, 1) // shared: the handler waits for any choice
 	kids := make([]*seq, len(j.choices))
 	for i, c := range j.choices {
@@ -147,7 +147,7 @@ func (s *Server) submitJob(j *job, endpoint string, arrival time.Time) []*seq {
 			gen: s.vocab.stream(c.seed), arrival: arrival, notify: notify,
 		}
 	}
-	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: endpoint, wall: arrival, fault: j.fault.String()})
+	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
 	s.eng.submit(kids...)
 	return kids
 }

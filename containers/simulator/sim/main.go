@@ -139,11 +139,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "servegate sim: %v\n", err)
 		return 1
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ConnContext: ConnContext}
 	fmt.Fprintf(stdout, "servegate sim: serving %s (profile %q, max_num_seqs %d, slowdown %g) on http://%s\n",
 		p.Model, opts.Profile, p.MaxNumSeqs, p.Slowdown, ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(StampListener(ln)) }()
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -39,8 +39,15 @@ type Truth struct {
 	ID string `json:"id"`
 	// Endpoint is the path the request came in on.
 	Endpoint string `json:"endpoint"`
-	// Arrival is the wall-clock arrival time, Unix nanoseconds.
+	// Arrival is the wall-clock arrival time, Unix nanoseconds: when the
+	// handler took the request, which every other time here counts from.
 	Arrival int64 `json:"arrival_unix_ns"`
+	// IntakeMS is how long before Arrival the request reached the
+	// server's socket (the kernel's receive time of its first read; see
+	// StampListener): time it waited for the server that a client's TTFT
+	// includes. Absent when not known (another platform, a server not on
+	// a StampListener, the kernel's stamping not yet on).
+	IntakeMS *float64 `json:"intake_ms,omitempty"`
 	// PromptTokens and OutputTokens count the request's tokens.
 	PromptTokens int `json:"prompt_tokens"`
 	OutputTokens int `json:"output_tokens"`
@@ -87,6 +94,7 @@ type seqRecord struct {
 	more     []*seq
 	endpoint string
 	wall     time.Time
+	received time.Time // when the request reached the socket; zero: not known
 	fault    string
 }
 
@@ -128,6 +136,10 @@ func (t *truthStore) get(id string) (Truth, bool) {
 	}
 	if len(r.more) > 0 {
 		out.N = 1 + len(r.more)
+	}
+	if !r.received.IsZero() {
+		intake := ms(max(0, r.wall.Sub(r.received)))
+		out.IntakeMS = &intake
 	}
 	for _, d := range td.TokenTimes {
 		out.TokenMS = append(out.TokenMS, ms(d))
