@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -29,7 +30,7 @@ import (
 //
 //	go test -run '^$' -bench '^BenchmarkChunkCPU$' -benchtime 3x ./benchtest/engine
 func BenchmarkChunkCPU(b *testing.B) {
-	url := childserver.Start(b, "TestCostServer", "cpu")
+	url := childserver.Start(b, "TestSimServer", "cpu")
 	const n, out, conc = 256, 512, 64
 	run := func(outLen int) (time.Duration, int) {
 		s := samples(n)
@@ -72,7 +73,7 @@ func BenchmarkChunkCPU(b *testing.B) {
 //
 //	go test -run '^$' -bench '^BenchmarkOpenStreams$/streams=5000$' -benchtime 1x ./benchtest/engine
 func BenchmarkOpenStreams(b *testing.B) {
-	url := childserver.Start(b, "TestCostServer", "open")
+	url := childserver.Start(b, "TestSimServer", "open")
 	for _, n := range []int{1000, 5000, 10000} {
 		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
 			var perStream, peakMB float64
@@ -147,19 +148,25 @@ func residentKB(tb testing.TB) int64 {
 	return kb
 }
 
-// TestCostServer is not a test: run by BenchmarkChunkCPU ("cpu": a token
-// every 2 ms) and BenchmarkOpenStreams ("open": every 25 ms, 20,000
-// sequences a step) in a child process, it serves the simulator on
-// loopback.
-func TestCostServer(t *testing.T) {
-	set := map[string]map[string]string{"cpu": {"step_fixed_ms": "2"}, "open": {"step_fixed_ms": "25", "max_num_seqs": "20000"}}[childserver.Mode()]
+// TestSimServer is not a test: run in a child process by
+// BenchmarkChunkCPU ("cpu": a token every 2 ms), BenchmarkOpenStreams
+// ("open": every 25 ms, 20,000 sequences a step) and BenchmarkTTFTError
+// ("ttft": every 2 ms, 1024 sequences a step), it serves the simulator
+// (instant profile) on loopback, stamping each request's receipt at the
+// socket as `servegate sim` does.
+func TestSimServer(t *testing.T) {
+	set := map[string]map[string]string{
+		"cpu":  {"step_fixed_ms": "2"},
+		"open": {"step_fixed_ms": "25", "max_num_seqs": "20000"},
+		"ttft": {"step_fixed_ms": "2"},
+	}[childserver.Mode()]
 	if set == nil {
-		t.Skip("helper process for BenchmarkChunkCPU and BenchmarkOpenStreams")
+		t.Skip("helper process for BenchmarkChunkCPU, BenchmarkOpenStreams and BenchmarkTTFTError")
 	}
 	srv, err := simulator.New(simulator.Config{Profile: "instant", Set: set})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	childserver.Serve(t, srv)
+	childserver.ServeServer(t, &http.Server{Handler: srv, ConnContext: simulator.ConnContext}, simulator.StampListener)
 }

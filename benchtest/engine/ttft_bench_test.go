@@ -34,7 +34,7 @@ import (
 //
 //	go test -run '^$' -bench '^BenchmarkTTFTError$' -benchtime 3x ./benchtest/engine
 func BenchmarkTTFTError(b *testing.B) {
-	url := childserver.Start(b, "TestTTFTServer", "sim")
+	url := childserver.Start(b, "TestSimServer", "ttft")
 	for _, load := range []string{"burst", "poisson"} {
 		for _, warm := range []bool{true, false} {
 			b.Run(fmt.Sprintf("load=%s/warm=%t", load, warm), func(b *testing.B) {
@@ -138,19 +138,4 @@ func mean(x []float64) float64 {
 func p99(x []float64) float64 {
 	slices.Sort(x)
 	return x[int(math.Ceil(0.99*float64(len(x))))-1]
-}
-
-// TestTTFTServer is not a test: run by BenchmarkTTFTError in a child
-// process, it serves the simulator (instant profile, 1024 sequences a
-// step, 2 ms steps) on loopback, stamping each request's receipt.
-func TestTTFTServer(t *testing.T) {
-	if childserver.Mode() == "" {
-		t.Skip("helper process for BenchmarkTTFTError")
-	}
-	srv, err := simulator.New(simulator.Config{Profile: "instant", Set: map[string]string{"step_fixed_ms": "2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	childserver.ServeServer(t, &http.Server{Handler: srv, ConnContext: simulator.ConnContext}, simulator.StampListener)
 }
