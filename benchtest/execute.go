@@ -211,11 +211,12 @@ func servedMeasure(name string) bool {
 	return false
 }
 
-// RunInfo is the result JSON's header: the plan's, with the run's date
-// (its end, when vLLM takes it), ramp-up events, model, why the run is
-// invalid and, for scenario runs, the target's kind, image and CPU set.
+// RunInfo is the result JSON's header: the plan's (Plan.RunInfo), with
+// the run's date (its end, when vLLM takes it), ramp-up events, model, why
+// the run is invalid and, for scenario runs, the target's kind, image and
+// CPU set.
 func (o *Outcome) RunInfo() metrics.RunInfo {
-	info := o.Plan.Info
+	info := o.Plan.RunInfo()
 	info.Date = o.Result.Start.Add(o.Result.Duration).Format("20060102-150405")
 	info.RPSChanges = o.Result.RPSChanges
 	info.ModelID = cmp.Or(info.ModelID, o.Target.Model)

@@ -3,6 +3,7 @@ package benchtest
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,6 +36,33 @@ func TestOutcomeInterrupted(t *testing.T) {
 			assert.Equal(t, 2, info.Unsent)
 		}
 	}
+}
+
+// The result header states the load the engine ran, whatever changed the
+// plan's engine after NewPlan (a flag, a capacity step): the header and
+// the engine cannot disagree.
+func TestRunInfoStatesTheEngineLoad(t *testing.T) {
+	sc := parse(t, `
+name: load
+target: {kind: inproc, profile: instant}
+load: {request_rate: 50, burstiness: 0.5, max_concurrency: 4}
+`)
+	p := NewPlan(sc)
+	p.Engine.RequestRate, p.Engine.MaxConcurrency = 9, 0
+	o := &Outcome{Plan: p, Target: &Target{}, Result: &engine.Result{}}
+	info := o.RunInfo()
+	assert.Equal(t, 9.0, info.RequestRate)
+	assert.Equal(t, 0.5, info.Burstiness)
+	assert.Equal(t, 0, info.MaxConcurrency)
+	assert.Empty(t, info.RampUpStrategy)
+
+	p.Engine.RampUp = &engine.RampUp{Strategy: "linear", StartRPS: 2, EndRPS: 20}
+	p.Engine.RequestRate = math.Inf(1)
+	info = o.RunInfo()
+	assert.True(t, math.IsInf(info.RequestRate, 1))
+	assert.Equal(t, "linear", info.RampUpStrategy)
+	assert.Equal(t, 2, info.RampUpStartRPS)
+	assert.Equal(t, 20, info.RampUpEndRPS)
 }
 
 func containsConfig(cfg []report.BenchConfig, k, v string) bool {

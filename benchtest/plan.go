@@ -61,8 +61,10 @@ type Plan struct {
 	// Capacity, when set, makes the plan a capacity search (Sweep)
 	// instead of one run.
 	Capacity *scenario.Capacity
-	// Info is the result JSON's header. Execute fills Date, RPSChanges,
-	// ModelID when empty and, with Info.Extras, the target metadata.
+	// Info is the result JSON's header. Outcome.RunInfo fills Date,
+	// RPSChanges, ModelID when empty, the load (request rate, burstiness,
+	// concurrency, ramp-up) from Engine and, with Info.Extras, the target
+	// metadata.
 	Info metrics.RunInfo
 
 	samples []dataset.Sample
@@ -140,26 +142,34 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 		},
 		Capacity: sc.Capacity,
 		Info: metrics.RunInfo{
-			Backend:        sc.Backend,
-			Label:          sc.Name,
-			ModelID:        sc.Target.Model,
-			NumPrompts:     d.NumPrompts,
-			RequestRate:    l.RequestRate,
-			Burstiness:     l.Burstiness,
-			MaxConcurrency: l.MaxConcurrency,
-			Metadata:       [][2]string{{"scenario", sc.Name}, {"scenario-sha", sc.SHA}},
-			Extras:         true,
+			Backend:    sc.Backend,
+			Label:      sc.Name,
+			ModelID:    sc.Target.Model,
+			NumPrompts: d.NumPrompts,
+			Metadata:   [][2]string{{"scenario", sc.Name}, {"scenario-sha", sc.SHA}},
+			Extras:     true,
 		},
 	}
 	if r := l.RampUp; r != nil {
 		p.Engine.RampUp = &engine.RampUp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
 		p.Engine.RequestRate = math.Inf(1)
-		p.Info.RequestRate = math.Inf(1)
-		p.Info.RampUpStrategy = r.Strategy
-		p.Info.RampUpStartRPS, p.Info.RampUpEndRPS = int(r.StartRPS), int(r.EndRPS)
 	}
 	p.Info.TokenizerID = p.Tokenizer
 	return p
+}
+
+// RunInfo is Info with the load the engine runs: request rate,
+// burstiness, concurrency and ramp-up, taken from Engine so that the
+// header cannot disagree with what ran.
+func (p *Plan) RunInfo() metrics.RunInfo {
+	info := p.Info
+	e := &p.Engine
+	info.RequestRate, info.Burstiness, info.MaxConcurrency = e.RequestRate, e.Burstiness, e.MaxConcurrency
+	info.RampUpStrategy, info.RampUpStartRPS, info.RampUpEndRPS = "", 0, 0
+	if r := e.RampUp; r != nil {
+		info.RampUpStrategy, info.RampUpStartRPS, info.RampUpEndRPS = r.Strategy, int(r.StartRPS), int(r.EndRPS)
+	}
+	return info
 }
 
 // warmConnections maps load.warm_connections onto the engine's count.

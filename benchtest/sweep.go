@@ -100,7 +100,7 @@ func (p *Plan) stepPlan(rate float64, i int) *Plan {
 	s := *p
 	s.Capacity = nil
 	s.samples, s.tok = nil, nil
-	s.Engine.RequestRate, s.Info.RequestRate = rate, rate
+	s.Engine.RequestRate = rate
 	s.Dataset.Seed = p.Dataset.Seed + int64(i)
 	if d := p.Capacity.StepDuration.D(); d > 0 {
 		n := int(math.Ceil(rate * d.Seconds()))

@@ -42,7 +42,7 @@ func TestResultPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			info := flagsPlan(&tc.a, &benchPlan{}, io.Discard).Info
+			info := flagsPlan(&tc.a, &benchPlan{}, io.Discard).RunInfo()
 			info.Date = date
 			assert.Equal(t, tc.want, resultPath(&tc.a, info))
 		})

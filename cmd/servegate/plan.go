@@ -160,16 +160,14 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 	set("repetition-penalty", func() { s.RepetitionPenalty = a.RepetitionPenalty })
 	// Load.
 	set("request-rate", func() {
-		e.RequestRate, info.RequestRate = a.RequestRate, a.RequestRate
-		e.RampUp, info.RampUpStrategy = nil, ""
+		e.RequestRate, e.RampUp = a.RequestRate, nil
 	})
-	set("burstiness", func() { e.Burstiness, info.Burstiness = a.Burstiness, a.Burstiness })
+	set("burstiness", func() { e.Burstiness = a.Burstiness })
 	set("max-concurrency", func() {
 		e.MaxConcurrency = 0
 		if a.MaxConcurrency != nil {
 			e.MaxConcurrency = *a.MaxConcurrency
 		}
-		info.MaxConcurrency = e.MaxConcurrency
 	})
 	set("num-warmups", func() { e.NumWarmups = a.NumWarmups })
 	set("max-line-bytes", func() { e.MaxLineBytes = a.MaxLineBytes })
@@ -230,9 +228,6 @@ func applyRampUp(plan *benchtest.Plan, a *benchArgs) {
 	}
 	plan.Engine.RampUp = &r
 	plan.Engine.RequestRate = inf
-	info := &plan.Info
-	info.RequestRate = inf
-	info.RampUpStrategy, info.RampUpStartRPS, info.RampUpEndRPS = r.Strategy, int(r.StartRPS), int(r.EndRPS)
 }
 
 // overrideError names the scenario in an override's error, unless the

@@ -122,7 +122,7 @@ slo: {bounds: ["failed == 0"]}
 	over := scenarioPlanOf(t, path, "--num-prompts", "7", "--request-rate", "9", "--label", "x", "--tokenizer", "bert")
 	want := benchtest.NewPlan(sc)
 	want.Dataset.NumPrompts, want.Info.NumPrompts = 7, 7
-	want.Engine.RequestRate, want.Info.RequestRate = 9, 9
+	want.Engine.RequestRate = 9
 	want.Info.Label = "x"
 	want.Tokenizer, want.Info.TokenizerID, want.Hub, want.Target.Tokenizer = "bert", "bert", cliHub(), "bert"
 	assert.Equal(t, want, over)
