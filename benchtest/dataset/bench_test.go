@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servegate/servegate/benchtest/internal/cputime"
 	"github.com/servegate/servegate/fixtures"
 )
 
@@ -37,6 +38,25 @@ func benchmarkRandom(b *testing.B, n int) {
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "prompts/s")
 	b.ReportMetric(float64(exact)/float64(total), "exact-ratio")
+}
+
+// BenchmarkRandomStartup is the dataset generation of a `servegate bench`
+// start-up (issue 18's peer runs): 1,000 random prompts of 64 tokens, seed 1,
+// on the Llama-3 tokenizer, with nothing cached about the tokenizer from an
+// earlier iteration, as in a fresh process. It reports the CPU time of one
+// generation (both goroutines).
+func BenchmarkRandomStartup(b *testing.B) {
+	tok := loadTokenizer(b, fixtures.Llama3)
+	spec := Spec{NumPrompts: 1000, Seed: 1, Random: RandomParams{InputLen: 64, OutputLen: 1}}
+	b.ResetTimer()
+	cpu0 := cputime.Process()
+	for b.Loop() {
+		nulCache.Delete(tok)
+		if _, err := Load(context.Background(), spec, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // BenchmarkShareGPT loads 1,000 samples from a generated ShareGPT file of
