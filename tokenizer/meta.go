@@ -33,8 +33,12 @@ func readMeta(data []byte) (meta fileMeta, err error) {
 					if string(key) != "vocab" {
 						return s.Skip()
 					}
+					object, start := s.Peek() == '{', s.Pos()
 					n, err := count(&s)
 					meta.vocabLen = n
+					if object && err == nil {
+						meta.vocab = data[start:s.Pos()]
+					}
 					return err
 				})
 			}
@@ -66,4 +70,43 @@ func count(s *jsonscan.Scanner) (int, error) {
 		err = jsonscan.ErrSyntax
 	}
 	return n, err
+}
+
+// vocabSize is the number of token strings with the added tokens, as the
+// Rust library counts them (get_vocab_size(true)): the keys of the model's
+// vocabulary and the non-empty contents of added_tokens, each once. Asking
+// the library instead cost 20-35 ms on Llama-3, as it copies the whole
+// vocabulary into a new map to count it. ok is false when the vocabulary
+// is not an object (Unigram's list, whose pieces the library puts in a map
+// and so counts once each), and the caller asks the library.
+func (m fileMeta) vocabSize() (n int, ok bool) {
+	if m.vocab == nil {
+		return 0, false
+	}
+	added := map[string]bool{}
+	for _, a := range m.AddedTokens {
+		if a.Content != "" {
+			added[a.Content] = false
+		}
+	}
+	if len(added) == 0 {
+		return m.vocabLen, true
+	}
+	s := jsonscan.New(m.vocab, nil)
+	err := s.Object(func(key []byte) error {
+		if seen, in := added[string(key)]; in && !seen {
+			added[string(key)] = true
+		}
+		return s.Skip()
+	})
+	if err != nil {
+		return 0, false
+	}
+	n = m.vocabLen
+	for _, inVocab := range added {
+		if !inVocab {
+			n++
+		}
+	}
+	return n, true
 }

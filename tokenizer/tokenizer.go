@@ -67,7 +67,11 @@ func FromBytes(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
 	t := &Tokenizer{tk: tk, name: "tokenizer.json"}
-	t.vocabSize = int(tk.VocabSize())
+	if n, ok := meta.vocabSize(); ok {
+		t.vocabSize = n
+	} else {
+		t.vocabSize = int(tk.VocabSize())
+	}
 	t.baseVocabSize = meta.baseVocabSize()
 	if t.baseVocabSize == 0 {
 		t.baseVocabSize = t.vocabSize
@@ -88,6 +92,8 @@ type fileMeta struct {
 	// vocabLen is the number of entries of model.vocab: BPE and WordPiece
 	// store the vocabulary as an object, Unigram as a list.
 	vocabLen int
+	// vocab is model.vocab's text when it is an object, else nil.
+	vocab []byte
 }
 
 func (m fileMeta) specialIDs() []int {

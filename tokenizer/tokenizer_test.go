@@ -5,7 +5,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -168,4 +170,32 @@ func BenchmarkEncode(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 	b.ReportMetric(float64(n), "tokens/op")
+}
+
+// BenchmarkLoad loads the Llama-3 tokenizer from its bytes, the tokenizer
+// part of a `servegate bench` start-up, and reports its CPU time (user plus
+// system, all threads).
+func BenchmarkLoad(b *testing.B) {
+	data, err := os.ReadFile(fixtures.Tokenizer(b, fixtures.Llama3))
+	require.NoError(b, err)
+	var cpu time.Duration
+	for b.Loop() {
+		cpu0 := processCPU()
+		tk, err := FromBytes(data)
+		cpu += processCPU() - cpu0
+		require.NoError(b, err)
+		b.StopTimer()
+		tk.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
+}
+
+// processCPU is the CPU time this process has used (user plus system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/servegate/servegate/benchtest/internal/cputime"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // BenchmarkRandom10k generates 10,000 random prompts of 1,024 tokens on the
@@ -37,6 +40,35 @@ func benchmarkRandom(b *testing.B, n int) {
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "prompts/s")
 	b.ReportMetric(float64(exact)/float64(total), "exact-ratio")
+}
+
+// BenchmarkRandomStartup is the dataset generation of a `servegate bench`
+// start-up (issue 18's peer runs): 1,000 random prompts of 64 tokens, seed 1,
+// on the Llama-3 tokenizer. Each iteration loads the tokenizer afresh, outside
+// the measurement, so that nothing is cached from an earlier one (neither the
+// NUL tokens nor the tokenizer's own word cache), as in a new process. It
+// reports the CPU time of one generation (all goroutines).
+func BenchmarkRandomStartup(b *testing.B) {
+	path := fixtures.Tokenizer(b, fixtures.Llama3)
+	spec := Spec{NumPrompts: 1000, Seed: 1, Random: RandomParams{InputLen: 64, OutputLen: 1}}
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		tok, err := tokenizer.FromFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cpu0 := cputime.Process()
+		if _, err := Load(context.Background(), spec, tok); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cputime.Process() - cpu0
+		b.StopTimer()
+		tok.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 // BenchmarkShareGPT loads 1,000 samples from a generated ShareGPT file of

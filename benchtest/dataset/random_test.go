@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 func TestRandomValidation(t *testing.T) {
@@ -224,5 +226,38 @@ func TestForcesIgnoreEOS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, ForcesIgnoreEOS(tt.name, tt.backend), "%s/%s", tt.name, tt.backend)
+	}
+}
+
+// TestRandomUnchangedOnOtherVocabularies pins the random prompts, lengths
+// and ids on two more tokenizers shipped with daulet/tokenizers, with a
+// range ratio and a prompt that meets a NUL token (in the first case), so
+// that a speed-up of the generation cannot change its output unseen. The
+// digests are those of main before issue 18's start-up work.
+func TestRandomUnchangedOnOtherVocabularies(t *testing.T) {
+	mod, err := fixtures.TokenizersModuleDir()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		file        string
+		n, inputLen int
+		seed        int64
+		digest      string
+	}{
+		{"cohere-tokenizer.json", 1000, 64, 1, "5e1b7d9ef08d402f"},
+		{"bert-base-uncased.json", 1000, 64, 1, "0a3ea155293ab33a"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			tok, err := tokenizer.FromFile(filepath.Join(mod, "test", "data", tc.file))
+			require.NoError(t, err)
+			defer tok.Close()
+			spec := Spec{NumPrompts: tc.n, Seed: tc.seed, Random: RandomParams{InputLen: tc.inputLen, OutputLen: 1, RangeRatio: 0.3}}
+			got, err := Load(context.Background(), spec, tok)
+			require.NoError(t, err)
+			h := sha256.New()
+			for _, s := range got {
+				fmt.Fprintf(h, "%q %d %d %s\n", s.Prompt, s.PromptLen, s.OutputLen, s.RequestID)
+			}
+			assert.Equal(t, tc.digest, hex.EncodeToString(h.Sum(nil)[:8]))
+		})
 	}
 }
