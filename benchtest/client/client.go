@@ -10,9 +10,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -201,8 +203,20 @@ type Client struct {
 	URL string
 	// Model is the model id; ModelName, when set, is sent instead.
 	Model, ModelName string
-	// HTTP sends the requests; nil uses a client from NewHTTPClient.
+	// HTTP sends the requests when set. When nil, requests to an http://
+	// URL that no proxy applies to (http.ProxyFromEnvironment) go through
+	// the package's own HTTP/1.1 transport, which costs an open stream one
+	// goroutine (the caller's) and one read buffer; any other URL goes
+	// through a client from NewHTTPClient.
 	HTTP *http.Client
+	// MaxConns is how many idle connections are kept for later requests;
+	// 0 means 4096.
+	MaxConns int
+	// Warmer, when set, supplies warm connections before any is dialled
+	// (see Warmer.Warm), and the connections dialled after are stamped
+	// too, so that requests are timed from their write and chunks from
+	// their arrival. Used only when HTTP is nil.
+	Warmer *Warmer
 	// Epoch is the zero of every time in the records; it must carry a
 	// monotonic reading (time.Now()).
 	Epoch time.Time
@@ -233,6 +247,8 @@ type Client struct {
 	MaxLineBytes int
 
 	once    sync.Once
+	h1      *h1Transport // the own transport, when it sends the requests
+	url     *url.URL
 	bufPool sync.Pool // of *streamBufs
 }
 
@@ -311,8 +327,15 @@ func NewHTTPClient(maxConns int) *http.Client {
 
 func (c *Client) init() {
 	c.once.Do(func() {
-		if c.HTTP == nil {
-			c.HTTP = NewHTTPClient(0)
+		c.url, _ = url.Parse(c.URL)
+		if c.HTTP == nil && c.url != nil {
+			c.h1 = newH1Transport(c.url, c.Warmer, c.MaxConns)
+		}
+		if c.HTTP == nil && c.h1 == nil {
+			c.HTTP = NewHTTPClient(c.MaxConns)
+			if c.Warmer != nil {
+				c.HTTP.Transport.(*http.Transport).DialContext = c.Warmer.DialContext
+			}
 		}
 		if c.Epoch.IsZero() {
 			c.Epoch = time.Now()
@@ -339,16 +362,38 @@ type Prepared struct {
 	header http.Header
 	err    error
 	outCap int
+	// wire is the whole request, head and body, for the own transport;
+	// close is true when its headers ask the server to close the
+	// connection after it.
+	wire  []byte
+	close bool
 }
 
 // Prepare builds req's payload and headers ahead of time, so that sending
 // it costs only the HTTP round trip (the engine prepares the next request
-// while it waits for that request's send time).
+// while it waits for that request's send time). For the own transport
+// the request's bytes are built here, ready for one write.
 func (c *Client) Prepare(req Request) Prepared {
+	c.init()
 	p := Prepared{req: req, header: make(http.Header, 4), outCap: c.outputCap(req)}
 	p.body, p.err = c.payload(req)
 	c.setHeaders(p.header, req.RequestID)
+	if c.h1 != nil && p.err == nil {
+		p.wire, p.err = requestHead(c.url, p.header, p.body)
+		p.close = closesConnection(p.header)
+		p.body, p.header = nil, nil
+	}
 	return p
+}
+
+// CloseIdleConnections closes the connections kept for later requests.
+func (c *Client) CloseIdleConnections() {
+	c.init()
+	if c.h1 != nil {
+		c.h1.closeIdle()
+	} else {
+		c.HTTP.CloseIdleConnections()
+	}
 }
 
 // Do sends req and returns its record. It never returns an error: a
@@ -371,6 +416,15 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 	}()
 	if p.err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, p.err.Error()
+		return rec
+	}
+	bufs := c.bufPool.Get().(*streamBufs)
+	defer func() {
+		bufs.read = keep(bufs.read)
+		c.bufPool.Put(bufs)
+	}()
+	if c.h1 != nil {
+		c.doH1(ctx, &p, &rec, bufs)
 		return rec
 	}
 	rctx, cancel := ctx, context.CancelFunc(func() {})
@@ -406,18 +460,66 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
 		}
 	}
-	rec.HTTPStatus = resp.StatusCode
-	if resp.StatusCode != http.StatusOK {
-		rec.Failure = metrics.FailureHTTPStatus
-		rec.Error = httpError(resp)
-		return rec
-	}
-	if IsPooling(c.Backend) {
-		c.readPooling(ctx, rctx, resp, &rec, now)
-	} else {
-		c.readStream(ctx, rctx, resp, &rec, p.outCap, now)
-	}
+	c.read(ctx, rctx, answer{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, bufs, &rec, p.outCap, now)
 	return rec
+}
+
+// doH1 sends a prepared request through the own transport (h1.go) and
+// reads its answer into rec, in this goroutine alone.
+func (c *Client) doH1(ctx context.Context, p *Prepared, rec *metrics.Record, bufs *streamBufs) {
+	if cap(bufs.read) == 0 {
+		bufs.read = make([]byte, initialReadBytes)
+	}
+	rec.Start = c.now()
+	x, buf, n, err := c.h1.send(ctx, p, c.Timeout, bufs.read[:cap(bufs.read)])
+	bufs.read = buf
+	if err != nil {
+		c.fail(ctx, ctx, rec, &url.Error{Op: "Post", URL: c.URL, Err: err})
+		return
+	}
+	defer x.finish()
+	now := c.now
+	if conn := x.stamped; conn != nil {
+		if sent, ok := since(conn.sent.Load(), c.Epoch); ok && sent >= rec.Start {
+			rec.Start = sent
+			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
+		}
+	}
+	a := answer{status: x.head.status, contentType: x.head.contentType, body: &x.body, buffered: buf[:n]}
+	c.read(ctx, ctx, a, bufs, rec, p.outCap, now)
+}
+
+// An answer is a response as both transports give it.
+type answer struct {
+	status      int
+	contentType string
+	body        io.Reader
+	// buffered are body bytes read with the head, at the front of the
+	// stream's read buffer; body reads what follows them.
+	buffered []byte
+}
+
+// reader reads the whole body.
+func (a answer) reader() io.Reader {
+	if len(a.buffered) == 0 {
+		return a.body
+	}
+	return io.MultiReader(bytes.NewReader(a.buffered), a.body)
+}
+
+// read reads an answer into rec: an HTTP error, a pooling body or a
+// stream.
+func (c *Client) read(ctx, rctx context.Context, a answer, bufs *streamBufs, rec *metrics.Record, outCap int, now func() time.Duration) {
+	rec.HTTPStatus = a.status
+	switch {
+	case a.status != http.StatusOK:
+		rec.Failure = metrics.FailureHTTPStatus
+		rec.Error = httpError(a.status, a.reader())
+	case IsPooling(c.Backend):
+		c.readPooling(ctx, rctx, a.reader(), rec, now)
+	default:
+		c.readStream(ctx, rctx, a, bufs, rec, outCap, now)
+	}
 }
 
 // setHeaders sets content type, authorization, extra headers and the

@@ -70,13 +70,44 @@ const initialReadBytes = 4 << 10
 
 // newSSEReader reads events from r into buf (grown as needed), gathering
 // event data in data (grown as needed), with lines and events capped at
-// limit bytes. The buffers it grew are its buf and data fields after.
-func newSSEReader(r io.Reader, now func() time.Duration, buf, data []byte, limit int) *sseReader {
+// limit bytes. The first buffered bytes of buf are already the stream's
+// (read with the response head), arrived now. The buffers it grew are its
+// buf and data fields after.
+func newSSEReader(r io.Reader, now func() time.Duration, buf []byte, buffered int, data []byte, limit int) *sseReader {
 	if cap(buf) == 0 {
 		buf = make([]byte, initialReadBytes)
 	}
-	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: data[:0], limit: limit}
+	s := &sseReader{r: r, now: now, buf: buf[:cap(buf)], end: buffered, data: data[:0], limit: limit}
+	if buffered > 0 {
+		s.at = now()
+	}
+	return s
 }
+
+// peek returns up to n bytes of the stream ahead, reading until it has
+// them or the stream ends.
+func (s *sseReader) peek(n int) []byte {
+	for s.end-s.start < n && !s.eof && !s.tooLong {
+		s.fill()
+	}
+	return s.buf[s.start:min(s.end, s.start+n)]
+}
+
+// rest reads the stream from where the reader is, buffered bytes first.
+func (s *sseReader) rest() io.Reader {
+	if s.readErr != nil {
+		return io.MultiReader(bytes.NewReader(s.buf[s.start:s.end]), errReader{s.readErr})
+	}
+	if s.eof {
+		return bytes.NewReader(s.buf[s.start:s.end])
+	}
+	return io.MultiReader(bytes.NewReader(s.buf[s.start:s.end]), s.r)
+}
+
+// An errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // next returns the next event. At the end of the stream it returns io.EOF;
 // a failed read returns that error after the complete events before it,

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -41,21 +41,16 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // 200 answer with a JSON body (a server that ignored "stream") fails with
 // the server's message. Invalid UTF-8 in the text is replaced by U+FFFD,
 // as the JSON result would write it anyway.
-func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, outCap int, now func() time.Duration) {
-	if isJSON(resp.Header.Get("Content-Type")) {
+func (c *Client) readStream(ctx, rctx context.Context, a answer, bufs *streamBufs, rec *metrics.Record, outCap int, now func() time.Duration) {
+	limit := c.lineLimit()
+	sse := newSSEReader(a.body, now, bufs.read, len(a.buffered), bufs.data, limit)
+	if isJSON(a.contentType) {
 		// Some proxies label an event stream as JSON: look before judging.
-		br := bufio.NewReaderSize(resp.Body, 64)
-		head, _ := br.Peek(16)
-		resp.Body = readCloser{br, resp.Body}
-		if !isSSE(head) {
-			c.readJSONAnswer(ctx, rctx, resp, rec)
+		if !isSSE(sse.peek(16)) {
+			c.readJSONAnswer(ctx, rctx, sse.rest(), rec)
 			return
 		}
 	}
-	bufs := c.bufPool.Get().(*streamBufs)
-	defer c.bufPool.Put(bufs)
-	limit := c.lineLimit()
-	sse := newSSEReader(resp.Body, now, bufs.read, bufs.data, limit)
 	textCap := max(limit, min(outCap*MaxTokenBytes, MaxTextBytes))
 	chat := c.Backend == BackendOpenAIChat
 	var (
@@ -159,7 +154,7 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 	if outputs == 0 {
 		rec.Failure = metrics.FailureStream
 		rec.Error = errNoChunk
-		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		if ct := a.contentType; !strings.HasPrefix(ct, "text/event-stream") {
 			rec.Error += fmt.Sprintf(" (the answer's Content-Type is %q, not text/event-stream)", ct)
 		}
 		return
@@ -197,16 +192,10 @@ func isSSE(head []byte) bool {
 	return false
 }
 
-// A readCloser reads through a buffer and closes the body under it.
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
 // readJSONAnswer fails a streamed request answered with a JSON body: the
 // server ignored "stream" or sent an error with status 200.
-func (c *Client) readJSONAnswer(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
-	body, ok := c.readBody(ctx, rctx, resp, rec, c.lineLimit())
+func (c *Client) readJSONAnswer(ctx, rctx context.Context, r io.Reader, rec *metrics.Record) {
+	body, ok := c.readBody(ctx, rctx, r, rec, c.lineLimit())
 	if !ok {
 		return
 	}
@@ -219,8 +208,8 @@ func (c *Client) readJSONAnswer(ctx, rctx context.Context, resp *http.Response, 
 
 // readBody reads a whole response body of at most limit bytes; a longer
 // one fails the request as FailureLineTooLong.
-func (c *Client) readBody(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, limit int) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+func (c *Client) readBody(ctx, rctx context.Context, r io.Reader, rec *metrics.Record, limit int) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		c.fail(ctx, rctx, rec, err)
 		return nil, false
@@ -235,8 +224,8 @@ func (c *Client) readBody(ctx, rctx context.Context, resp *http.Response, rec *m
 
 // readPooling reads an embeddings or rerank response: latency (and TTFT)
 // at the end of the body, prompt tokens from its usage.
-func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, now func() time.Duration) {
-	body, ok := c.readBody(ctx, rctx, resp, rec, PoolingBodyFactor*c.lineLimit())
+func (c *Client) readPooling(ctx, rctx context.Context, r io.Reader, rec *metrics.Record, now func() time.Duration) {
+	body, ok := c.readBody(ctx, rctx, r, rec, PoolingBodyFactor*c.lineLimit())
 	if !ok {
 		return
 	}
@@ -257,7 +246,9 @@ func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec
 }
 
 // fail records a transport-level error, telling cancellation of the run
-// (ctx) from the request's own timeout (rctx) and from network failures.
+// (ctx) from the request's own timeout (rctx, or with the own transport a
+// connection deadline passed while ctx was live) and from network
+// failures.
 func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error) {
 	rec.Success = false
 	var nerr net.Error
@@ -266,7 +257,8 @@ func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error)
 		rec.Failure = metrics.FailureCanceled
 		rec.Error = fmt.Sprintf("canceled: %v", context.Cause(ctx))
 		return
-	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) ||
+		(c.Timeout > 0 && errors.Is(err, os.ErrDeadlineExceeded)):
 		rec.Failure = metrics.FailureTimeout
 		rec.Error = fmt.Sprintf("timeout after %v: %v", c.Timeout, err)
 		return
@@ -281,10 +273,10 @@ func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error)
 // httpError describes a non-200 answer with the server's own message when
 // its body has one (OpenAI {"error": {"message"}}, vLLM {"message"},
 // FastAPI {"detail"}), else the start of the body.
-func httpError(resp *http.Response) string {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+func httpError(code int, r io.Reader) string {
+	body, _ := io.ReadAll(io.LimitReader(r, 64<<10))
 	msg := serverMessage(body)
-	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	status := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	if msg == "" {
 		return status
 	}

@@ -210,8 +210,13 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	}
 	indices := cfg.Shard.Indices(len(samples))
 	c, warmer := cfg.client()
+	defer c.CloseIdleConnections()
 	if warmer != nil {
 		defer warmer.Close()
+	}
+	profiler := cfg.HTTPClient
+	if profiler == nil {
+		profiler = client.NewHTTPClient(1)
 	}
 	first := cfg.request(samples[0], 0, "")
 	first.RequestID = ""
@@ -223,7 +228,7 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	res := &Result{Schedule: sched, Indices: indices}
 	res.Warmups = warmUp(ctx, c, first, cfg.NumWarmups, cfg.MaxConcurrency)
 	if cfg.Profile {
-		if err := profile(ctx, c.HTTP, cfg.BaseURL+"/start_profile"); err != nil {
+		if err := profile(ctx, profiler, cfg.BaseURL+"/start_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
@@ -269,7 +274,7 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		// wait forever for a server that is gone.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := profile(pctx, c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
+		if err := profile(pctx, profiler, cfg.BaseURL+"/stop_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
@@ -375,22 +380,22 @@ func (cfg *Config) checkLimits() error {
 
 // client builds the request client of the run, and its Warmer when the
 // run warms connections.
+//
+// Without Config.HTTPClient the client picks its transport: its own
+// HTTP/1.1 one for an http:// URL with no proxy, net/http otherwise.
 func (cfg *Config) client() (*client.Client, *client.Warmer) {
-	h := cfg.HTTPClient
 	var w *client.Warmer
-	if h == nil {
-		if cfg.WarmConnections != 0 {
-			h, w = client.NewWarmHTTPClient(cfg.MaxConcurrency)
-		} else {
-			h = client.NewHTTPClient(cfg.MaxConcurrency)
-		}
+	if cfg.HTTPClient == nil && cfg.WarmConnections != 0 {
+		w = client.NewWarmer()
 	}
 	return &client.Client{
 		Backend:   cfg.Backend,
 		URL:       cfg.BaseURL + cfg.Endpoint,
 		Model:     cfg.Model,
 		ModelName: cfg.ModelName,
-		HTTP:      h,
+		HTTP:      cfg.HTTPClient,
+		Warmer:    w,
+		MaxConns:  cfg.MaxConcurrency,
 		Epoch:     time.Now(),
 		Timeout:   cfg.RequestTimeout,
 		Tokenizer: cfg.Tokenizer,
