@@ -35,6 +35,10 @@ type h1Transport struct {
 
 	mu   sync.Mutex
 	idle map[string][]net.Conn // by addr; the newest last
+
+	// late, when set (by tests), runs before the request is written and
+	// after its head was read: a client whose goroutine runs late.
+	late func()
 }
 
 // newH1Transport returns the transport for u, or nil when net/http must
@@ -264,6 +268,9 @@ func (t *h1Transport) send(ctx context.Context, p *Prepared, timeout time.Durati
 		if x.stamped != nil {
 			x.stamped.arm()
 		}
+		if t.late != nil {
+			t.late()
+		}
 		n, err := conn.Write(p.wire)
 		if err != nil {
 			x.close()
@@ -279,6 +286,9 @@ func (t *h1Transport) send(ctx context.Context, p *Prepared, timeout time.Durati
 		if err != nil {
 			x.close()
 			return nil, buf, 0, err
+		}
+		if t.late != nil {
+			t.late()
 		}
 		return x, buf, n, nil
 	}
@@ -300,7 +310,7 @@ func (x *h1Exchange) close() {
 // cancellation).
 func (x *h1Exchange) finish() {
 	canceled := !x.stop()
-	if canceled || !x.keep || x.head.close || !x.body.done || x.body.extra {
+	if canceled || !x.keep || x.head.close || x.body.mode == bodyClose || !x.body.done || x.body.extra {
 		x.conn.Close()
 		return
 	}

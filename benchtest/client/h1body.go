@@ -233,7 +233,7 @@ const maxChunkDigits = 10
 // one. The framing state is a few integers, so chunk-size lines, CRLFs
 // and trailers may be split across reads anywhere. Errors are sticky.
 type h1Body struct {
-	conn net.Conn
+	conn io.Reader
 	mode int
 	// left is what remains of the body (bodyLength) or of the current
 	// chunk's data (bodyChunked).
@@ -252,7 +252,7 @@ type h1Body struct {
 // start sets the body's framing from the head and decodes the n body
 // bytes read with the head, at buf's front, in place. It returns how many
 // decoded body bytes are at buf's front.
-func (b *h1Body) start(conn net.Conn, h respHead, buf []byte, n int) (int, error) {
+func (b *h1Body) start(conn io.Reader, h respHead, buf []byte, n int) (int, error) {
 	*b = h1Body{conn: conn, left: h.length}
 	switch {
 	case h.noBody() || h.length == 0:
