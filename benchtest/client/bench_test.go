@@ -63,7 +63,7 @@ func BenchmarkIngest(b *testing.B) {
 			for b.Loop() {
 				a := answer{status: http.StatusOK, contentType: "text/event-stream", body: &chunkedReader{b: body, step: step}}
 				var rec metrics.Record
-				c.readStream(ctx, ctx, a, &bufs, &rec, c.outputCap(Request{OutputLen: chunks}), c.now)
+				c.readStream(ctx, ctx, &a, &bufs, &rec, c.outputCap(Request{OutputLen: chunks}), c.now)
 				if !rec.Success || rec.OutputTokens != chunks {
 					b.Fatalf("bad record: %+v", rec.Error)
 				}

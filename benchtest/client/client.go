@@ -257,6 +257,10 @@ type Client struct {
 // into the record at the end) and the JSON scanner's scratch.
 type streamBufs struct {
 	read, data, text, scratch []byte
+	// sse and stream are the stream's SSE reader and state, kept here
+	// rather than in readStream's frame (see DoPrepared).
+	sse    sseReader
+	stream streamState
 }
 
 // maxPooledBytes is the largest buffer a finished stream hands back to
@@ -399,34 +403,45 @@ func (c *Client) CloseIdleConnections() {
 // Do sends req and returns its record. It never returns an error: a
 // failure is a record with Success false, a Failure kind and an Error text.
 func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
-	return c.DoPrepared(ctx, c.Prepare(req))
+	p := c.Prepare(req)
+	var rec metrics.Record
+	c.DoPrepared(ctx, &p, &rec)
+	return rec
 }
 
-// DoPrepared sends a prepared request and returns its record, like Do.
-// The record's Error carries no credential of the client's (see package
-// redact).
-func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record) {
+// DoPrepared sends a prepared request and writes its record to rec
+// (whatever rec held is overwritten), like Do. The record's Error carries
+// no credential of the client's (see package redact). It drops the
+// request's bytes once they are written, so that a long prompt is not
+// held for the whole stream. Request and record go by pointer, not by
+// value: the caller's frame and this one are under every open stream's
+// reads, and a goroutine whose stack stays within 4 KiB does not grow it
+// to 8 (BenchmarkOpenStreams in package engine).
+func (c *Client) DoPrepared(ctx context.Context, p *Prepared, rec *metrics.Record) {
 	c.init()
-	req := p.req
-	rec = metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
-	defer func() {
-		if rec.Error != "" {
-			rec.Error = redact.String(rec.Error)
-		}
-	}()
+	*rec = metrics.Record{RequestID: p.req.RequestID, PromptLen: p.req.PromptLen}
 	if p.err != nil {
-		rec.Failure, rec.Error = metrics.FailureTransport, p.err.Error()
-		return rec
+		rec.Failure, rec.Error = metrics.FailureTransport, redact.String(p.err.Error())
+		return
 	}
+	// Each transport's work is in a function of its own, so that this
+	// frame stays small.
 	bufs := c.bufPool.Get().(*streamBufs)
-	defer func() {
-		bufs.read = keep(bufs.read)
-		c.bufPool.Put(bufs)
-	}()
 	if c.h1 != nil {
-		c.doH1(ctx, &p, &rec, bufs)
-		return rec
+		c.doH1(ctx, p, rec, bufs)
+	} else {
+		c.doHTTP(ctx, p, rec, bufs)
 	}
+	bufs.read = keep(bufs.read)
+	c.bufPool.Put(bufs)
+	if rec.Error != "" {
+		rec.Error = redact.String(rec.Error)
+	}
+}
+
+// doHTTP sends a prepared request through c.HTTP and reads its answer
+// into rec.
+func (c *Client) doHTTP(ctx context.Context, p *Prepared, rec *metrics.Record, bufs *streamBufs) {
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if c.Timeout > 0 {
 		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -435,7 +450,7 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, bytes.NewReader(p.body))
 	if err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, fmt.Sprintf("build request: %v", err)
-		return rec
+		return
 	}
 	hreq.Header = p.header
 	var conn *stampedConn
@@ -449,8 +464,8 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 	rec.Start = c.now()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
-		c.fail(ctx, rctx, &rec, err)
-		return rec
+		c.fail(ctx, rctx, rec, err)
+		return
 	}
 	defer resp.Body.Close()
 	now := c.now
@@ -460,8 +475,7 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
 		}
 	}
-	c.read(ctx, rctx, answer{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, bufs, &rec, p.outCap, now)
-	return rec
+	c.read(ctx, rctx, &answer{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, bufs, rec, p.outCap, now)
 }
 
 // doH1 sends a prepared request through the own transport (h1.go) and
@@ -485,7 +499,7 @@ func (c *Client) doH1(ctx context.Context, p *Prepared, rec *metrics.Record, buf
 			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
 		}
 	}
-	a := answer{status: x.head.status, contentType: x.head.contentType, body: &x.body, buffered: buf[:n]}
+	a := &answer{status: x.head.status, contentType: x.head.contentType, body: &x.body, buffered: buf[:n]}
 	c.read(ctx, ctx, a, bufs, rec, p.outCap, now)
 }
 
@@ -500,26 +514,31 @@ type answer struct {
 }
 
 // reader reads the whole body.
-func (a answer) reader() io.Reader {
+func (a *answer) reader() io.Reader {
 	if len(a.buffered) == 0 {
 		return a.body
 	}
 	return io.MultiReader(bytes.NewReader(a.buffered), a.body)
 }
 
-// read reads an answer into rec: an HTTP error, a pooling body or a
-// stream.
-func (c *Client) read(ctx, rctx context.Context, a answer, bufs *streamBufs, rec *metrics.Record, outCap int, now func() time.Duration) {
+// read reads an answer into rec: a stream, or else a whole body.
+func (c *Client) read(ctx, rctx context.Context, a *answer, bufs *streamBufs, rec *metrics.Record, outCap int, now func() time.Duration) {
 	rec.HTTPStatus = a.status
-	switch {
-	case a.status != http.StatusOK:
+	if a.status == http.StatusOK && !IsPooling(c.Backend) {
+		c.readStream(ctx, rctx, a, bufs, rec, outCap, now)
+		return
+	}
+	c.readWhole(ctx, rctx, a, rec, now)
+}
+
+// readWhole reads an HTTP error or a pooling body into rec.
+func (c *Client) readWhole(ctx, rctx context.Context, a *answer, rec *metrics.Record, now func() time.Duration) {
+	if a.status != http.StatusOK {
 		rec.Failure = metrics.FailureHTTPStatus
 		rec.Error = httpError(a.status, a.reader())
-	case IsPooling(c.Backend):
-		c.readPooling(ctx, rctx, a.reader(), rec, now)
-	default:
-		c.readStream(ctx, rctx, a, bufs, rec, outCap, now)
+		return
 	}
+	c.readPooling(ctx, rctx, a.reader(), rec, now)
 }
 
 // setHeaders sets content type, authorization, extra headers and the

@@ -180,9 +180,7 @@ func (t *h1Transport) get(ctx context.Context, deadline time.Time, fresh bool) (
 			}
 		}
 	}
-	d := t.dialer
-	d.Deadline = deadline
-	raw, err := d.DialContext(ctx, "tcp", t.addr)
+	raw, err := t.dial(ctx, deadline)
 	if err != nil {
 		return nil, false, err
 	}
@@ -190,6 +188,28 @@ func (t *h1Transport) get(ctx context.Context, deadline time.Time, fresh bool) (
 		return newStampedConn(raw), false, nil
 	}
 	return raw, false, nil
+}
+
+// A dialed is a dial's outcome.
+type dialed struct {
+	conn net.Conn
+	err  error
+}
+
+// dial connects to the transport's address in a goroutine of its own,
+// which ends with the dial: the dial's deep call chain grows that
+// goroutine's stack and not the request's, which then stays within its
+// first few KiB for the whole stream.
+func (t *h1Transport) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
+	done := make(chan dialed, 1)
+	go func() {
+		d := t.dialer
+		d.Deadline = deadline
+		c, err := d.DialContext(ctx, "tcp", t.addr)
+		done <- dialed{c, err}
+	}()
+	r := <-done
+	return r.conn, r.err
 }
 
 // open reports whether an idle connection is still open (see alive).
@@ -279,6 +299,7 @@ func (t *h1Transport) send(ctx context.Context, p *Prepared, timeout time.Durati
 			}
 			return nil, buf, 0, err
 		}
+		p.wire = nil // written: never sent again
 		x.head, buf, n, err = readHead(conn, buf)
 		if err == nil {
 			n, err = x.body.start(conn, x.head, buf, n)

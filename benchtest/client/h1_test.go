@@ -478,3 +478,16 @@ func TestRequestHead(t *testing.T) {
 		assert.Contains(t, rec.Error, "invalid header field")
 	}
 }
+
+// DoPrepared lets go of the request's bytes once written, so that a long
+// prompt is not held for the whole stream.
+func TestH1DropsTheWrittenRequest(t *testing.T) {
+	srv := newReplay(t, http.StatusOK, readFixture(t, "vllm-0.13-completions.sse"), 0)
+	c := newClient(BackendOpenAI, srv.URL)
+	p := c.Prepare(Request{Prompt: strings.Repeat("long prompt ", 1000), OutputLen: 16})
+	require.NotEmpty(t, p.wire)
+	var rec metrics.Record
+	c.DoPrepared(t.Context(), &p, &rec)
+	require.True(t, rec.Success, rec.Error)
+	assert.Nil(t, p.wire)
+}

@@ -39,7 +39,12 @@ type sseReader struct {
 
 	data    []byte // data lines of the event being read
 	hasData bool
-	event   []byte // event type of the event being read
+	// one, when inBuf, is the event's only data line so far, still in
+	// buf: most events are one line that arrives whole, and their data is
+	// handed out where it lies instead of copied into data.
+	one   []byte
+	inBuf bool
+	event []byte // event type of the event being read
 
 	// limit caps a line and an event's data, in bytes; past it next
 	// returns a *lineTooLongError.
@@ -74,14 +79,23 @@ const initialReadBytes = 4 << 10
 // (read with the response head), arrived now. The buffers it grew are its
 // buf and data fields after.
 func newSSEReader(r io.Reader, now func() time.Duration, buf []byte, buffered int, data []byte, limit int) *sseReader {
+	s := new(sseReader)
+	s.reset(r, now, buf, buffered, data, limit)
+	return s
+}
+
+// reset makes s a new reader, as newSSEReader does. (Not inlined: the
+// new value would take room in the caller's frame; see DoPrepared.)
+//
+//go:noinline
+func (s *sseReader) reset(r io.Reader, now func() time.Duration, buf []byte, buffered int, data []byte, limit int) {
 	if cap(buf) == 0 {
 		buf = make([]byte, initialReadBytes)
 	}
-	s := &sseReader{r: r, now: now, buf: buf[:cap(buf)], end: buffered, data: data[:0], limit: limit}
+	*s = sseReader{r: r, now: now, buf: buf[:cap(buf)], end: buffered, data: data[:0], limit: limit}
 	if buffered > 0 {
 		s.at = now()
 	}
-	return s
 }
 
 // peek returns up to n bytes of the stream ahead, reading until it has
@@ -153,6 +167,9 @@ func (s *sseReader) next() (sseEvent, error) {
 // dispatch hands out the pending event and resets the event state.
 func (s *sseReader) dispatch() sseEvent {
 	ev := sseEvent{Type: s.event, Data: s.data, At: s.at}
+	if s.inBuf {
+		ev.Data, s.one, s.inBuf = s.one, nil, false
+	}
 	s.data = s.data[:0]
 	s.event = s.event[:0]
 	s.hasData = false
@@ -208,6 +225,11 @@ func (s *sseReader) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
+		if !s.hasData {
+			s.one, s.inBuf, s.hasData = value, true, true
+			return
+		}
+		s.copyLine()
 		if len(s.data)+len(value) > s.limit {
 			s.tooLong = true
 			return
@@ -222,10 +244,20 @@ func (s *sseReader) field(line []byte) {
 	}
 }
 
+// copyLine moves a data line held in buf into data, before the bytes in
+// buf move.
+func (s *sseReader) copyLine() {
+	if s.inBuf {
+		s.data = append(s.data[:0], s.one...)
+		s.one, s.inBuf = nil, false
+	}
+}
+
 // fill reads more bytes, first moving live bytes to the front and growing
 // the buffer when one line fills it, up to the limit (plus room for the
 // line end).
 func (s *sseReader) fill() {
+	s.copyLine()
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
