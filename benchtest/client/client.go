@@ -3,6 +3,13 @@
 // a streamed completion or chat completion parsed incrementally, or a
 // pooling (embeddings, rerank) request, each turned into a metrics.Record
 // with monotonic-clock timings. Failures are records, never errors.
+//
+// Requests to an http:// URL that no proxy applies to go through the
+// package's own HTTP/1.1 transport (h1.go, h1body.go), so that an open
+// stream costs one goroutine, the caller's, with a stack within 4 KiB,
+// and one read buffer, in which the chunked framing is decoded in place
+// and the SSE parser finds its lines; https, proxies and a caller's own
+// *http.Client go through net/http.
 package client
 
 import (

@@ -65,12 +65,16 @@ type sseEvent struct {
 	At time.Duration
 }
 
-// initialReadBytes is the read buffer a stream starts with: as large as
-// the HTTP transport's own read buffer (net/http's default, 4 KiB), which
-// bounds what one read of a chunked body returns, so events that arrived
-// together are still read, and timed, together; a longer line grows it
-// (see fill). An OpenAI chunk is a few hundred bytes. Memory per open
-// stream is what bounds thousands of streams.
+// initialReadBytes is the read buffer a stream starts with. With the own
+// transport it is the stream's only buffer: the response head is read
+// into it and the body decoded in place there (h1body.go); with net/http
+// it matches the transport's own 4 KiB read buffer, which bounds what one
+// read of a chunked body returns. 4 KiB holds a burst of events that
+// arrived together, so they are read, and timed, together; a longer line
+// grows it (see fill). An OpenAI chunk is a few hundred bytes. Memory per
+// open stream is what bounds thousands of streams: a smaller buffer saves
+// a little but splits such bursts over several reads, each with its own
+// time.
 const initialReadBytes = 4 << 10
 
 // newSSEReader reads events from r into buf (grown as needed), gathering

@@ -123,7 +123,9 @@ type Config struct {
 	// warm-ups are done, just before the run's time zero (servegate scrapes
 	// the server's metrics baseline there).
 	Started func()
-	// HTTPClient sends the requests; nil builds one sized for the run.
+	// HTTPClient, when set, sends the requests through net/http; nil lets
+	// the client choose: its own HTTP/1.1 transport for an http:// URL
+	// with no proxy, net/http otherwise, either sized for the run.
 	HTTPClient *http.Client
 	// WarmConnections dials this many connections after the warm-up and
 	// before time zero, so that TTFT does not include connection set-up
