@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -238,11 +239,16 @@ func (t *h1Transport) put(c net.Conn) {
 func (t *h1Transport) closeIdle() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for addr, conns := range t.idle {
+	closeAll(t.idle)
+}
+
+// closeAll closes the connections of m and forgets them.
+func closeAll[C io.Closer](m map[string][]C) {
+	for addr, conns := range m {
 		for _, c := range conns {
 			c.Close()
 		}
-		delete(t.idle, addr)
+		delete(m, addr)
 	}
 }
 

@@ -169,10 +169,5 @@ func probe(ctx context.Context, c net.Conn, host string) error {
 func (w *Warmer) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for addr, conns := range w.idle {
-		for _, c := range conns {
-			c.Close()
-		}
-		delete(w.idle, addr)
-	}
+	closeAll(w.idle)
 }
