@@ -212,7 +212,9 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	}
 	indices := cfg.Shard.Indices(len(samples))
 	c, warmer := cfg.client()
-	defer c.CloseIdleConnections()
+	if cfg.HTTPClient == nil {
+		defer c.CloseIdleConnections() // the run's own connections; a caller's client keeps its own
+	}
 	if warmer != nil {
 		defer warmer.Close()
 	}
