@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -490,4 +491,33 @@ func TestH1DropsTheWrittenRequest(t *testing.T) {
 	c.DoPrepared(t.Context(), &p, &rec)
 	require.True(t, rec.Success, rec.Error)
 	assert.Nil(t, p.wire)
+}
+
+// An open stream costs one goroutine, the caller's: with n streams open
+// against a raw server (one goroutine a connection), the process holds
+// about 2n goroutines more than before; net/http's read and write loops
+// would make it 4n.
+func TestH1OneGoroutineAStream(t *testing.T) {
+	const n = 50
+	release := make(chan struct{})
+	var open sync.WaitGroup
+	open.Add(n)
+	srv := newRawServer(t, func(conn net.Conn, _ int) bool {
+		_, _ = fmt.Fprintf(conn, sseHead+"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", 5, "data:")
+		open.Done()
+		<-release
+		return false
+	})
+	c := newClient(BackendOpenAI, srv.url)
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { c.Do(t.Context(), Request{Prompt: "hi", OutputLen: 16}) })
+	}
+	open.Wait()
+	time.Sleep(20 * time.Millisecond) // every stream waits in its read
+	during := runtime.NumGoroutine() - before
+	close(release)
+	wg.Wait()
+	assert.LessOrEqual(t, during, 2*n+5, "goroutines for %d open streams (client and server)", n)
 }
