@@ -77,41 +77,50 @@ func startServer(b *testing.B, perChunk, child bool) string {
 // server shares the process (its cost is in the figures); with
 // server=child it runs in a child process, so the figures are the client's
 // alone, HTTP stack included. flush=chunk writes one event per TCP
-// segment; flush=none writes each stream at once.
+// segment; flush=none writes each stream at once. transport=own is the
+// package's own HTTP/1.1 transport, transport=net-http net/http's.
 func BenchmarkIngestHTTP(b *testing.B) {
 	for _, child := range []bool{false, true} {
 		for _, perChunk := range []bool{true, false} {
-			name := fmt.Sprintf("server=%s/flush=%s", map[bool]string{false: "inproc", true: "child"}[child], map[bool]string{false: "none", true: "chunk"}[perChunk])
-			b.Run(name, func(b *testing.B) {
-				c := newClient(BackendOpenAI, startServer(b, perChunk, child))
-				c.HTTP = NewHTTPClient(benchStreams)
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				start := time.Now()
-				cpu0 := cputime.Process()
-				total := 0
-				for b.Loop() {
-					var wg sync.WaitGroup
-					for range benchStreams {
-						wg.Go(func() {
-							rec := c.Do(context.Background(), Request{Prompt: "hi", OutputLen: benchChunks})
-							if !rec.Success || rec.OutputTokens != benchChunks {
-								b.Errorf("stream failed: %s", rec.Error)
-							}
-						})
-					}
-					wg.Wait()
-					total += benchStreams * benchChunks
-				}
-				el := time.Since(start)
-				cpu := cputime.Process() - cpu0
-				runtime.ReadMemStats(&after)
-				per := float64(total)
-				b.ReportMetric(per/el.Seconds(), "chunks/s")
-				b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/chunk")
-				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/chunk")
-				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/chunk")
-			})
+			for _, own := range []bool{true, false} {
+				name := fmt.Sprintf("server=%s/flush=%s/transport=%s", map[bool]string{false: "inproc", true: "child"}[child],
+					map[bool]string{false: "none", true: "chunk"}[perChunk], map[bool]string{true: "own", false: "net-http"}[own])
+				b.Run(name, func(b *testing.B) { benchIngestHTTP(b, child, perChunk, own) })
+			}
 		}
 	}
+}
+
+// benchIngestHTTP is one case of BenchmarkIngestHTTP.
+func benchIngestHTTP(b *testing.B, child, perChunk, own bool) {
+	c := newClient(BackendOpenAI, startServer(b, perChunk, child))
+	if !own {
+		c.HTTP = NewHTTPClient(benchStreams)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	cpu0 := cputime.Process()
+	total := 0
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range benchStreams {
+			wg.Go(func() {
+				rec := c.Do(context.Background(), Request{Prompt: "hi", OutputLen: benchChunks})
+				if !rec.Success || rec.OutputTokens != benchChunks {
+					b.Errorf("stream failed: %s", rec.Error)
+				}
+			})
+		}
+		wg.Wait()
+		total += benchStreams * benchChunks
+	}
+	el := time.Since(start)
+	cpu := cputime.Process() - cpu0
+	runtime.ReadMemStats(&after)
+	per := float64(total)
+	b.ReportMetric(per/el.Seconds(), "chunks/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/chunk")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/chunk")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/chunk")
 }

@@ -59,10 +59,11 @@ func BenchmarkIngest(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			cpu0 := cputime.Process()
 			n := 0
+			var bufs streamBufs
 			for b.Loop() {
-				resp := &http.Response{Body: io.NopCloser(&chunkedReader{b: body, step: step})}
+				a := answer{status: http.StatusOK, contentType: "text/event-stream", body: &chunkedReader{b: body, step: step}}
 				var rec metrics.Record
-				c.readStream(ctx, ctx, resp, &rec, c.outputCap(Request{OutputLen: chunks}), c.now)
+				c.readStream(ctx, ctx, &a, &bufs, &rec, c.outputCap(Request{OutputLen: chunks}), c.now)
 				if !rec.Success || rec.OutputTokens != chunks {
 					b.Fatalf("bad record: %+v", rec.Error)
 				}

@@ -3,6 +3,13 @@
 // a streamed completion or chat completion parsed incrementally, or a
 // pooling (embeddings, rerank) request, each turned into a metrics.Record
 // with monotonic-clock timings. Failures are records, never errors.
+//
+// Requests to an http:// URL that no proxy applies to go through the
+// package's own HTTP/1.1 transport (h1.go, h1body.go), so that an open
+// stream costs one goroutine, the caller's, with a stack within 4 KiB,
+// and one read buffer, in which the chunked framing is decoded in place
+// and the SSE parser finds its lines; https, proxies and a caller's own
+// *http.Client go through net/http.
 package client
 
 import (
@@ -10,9 +17,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -201,8 +210,20 @@ type Client struct {
 	URL string
 	// Model is the model id; ModelName, when set, is sent instead.
 	Model, ModelName string
-	// HTTP sends the requests; nil uses a client from NewHTTPClient.
+	// HTTP sends the requests when set. When nil, requests to an http://
+	// URL that no proxy applies to (http.ProxyFromEnvironment) go through
+	// the package's own HTTP/1.1 transport, which costs an open stream one
+	// goroutine (the caller's) and one read buffer; any other URL goes
+	// through a client from NewHTTPClient.
 	HTTP *http.Client
+	// MaxConns is how many idle connections are kept for later requests;
+	// 0 means 4096.
+	MaxConns int
+	// Warmer, when set, supplies warm connections before any is dialled
+	// (see Warmer.Warm), and the connections dialled after are stamped
+	// too, so that requests are timed from their write and chunks from
+	// their arrival. Used only when HTTP is nil.
+	Warmer *Warmer
 	// Epoch is the zero of every time in the records; it must carry a
 	// monotonic reading (time.Now()).
 	Epoch time.Time
@@ -233,6 +254,8 @@ type Client struct {
 	MaxLineBytes int
 
 	once    sync.Once
+	h1      *h1Transport // the own transport, when it sends the requests
+	url     *url.URL
 	bufPool sync.Pool // of *streamBufs
 }
 
@@ -241,6 +264,10 @@ type Client struct {
 // into the record at the end) and the JSON scanner's scratch.
 type streamBufs struct {
 	read, data, text, scratch []byte
+	// sse and stream are the stream's SSE reader and state, kept here
+	// rather than in readStream's frame (see DoPrepared).
+	sse    sseReader
+	stream streamState
 }
 
 // maxPooledBytes is the largest buffer a finished stream hands back to
@@ -311,8 +338,15 @@ func NewHTTPClient(maxConns int) *http.Client {
 
 func (c *Client) init() {
 	c.once.Do(func() {
-		if c.HTTP == nil {
-			c.HTTP = NewHTTPClient(0)
+		c.url, _ = url.Parse(c.URL)
+		if c.HTTP == nil && c.url != nil {
+			c.h1 = newH1Transport(c.url, c.Warmer, c.MaxConns)
+		}
+		if c.HTTP == nil && c.h1 == nil {
+			c.HTTP = NewHTTPClient(c.MaxConns)
+			if c.Warmer != nil {
+				c.HTTP.Transport.(*http.Transport).DialContext = c.Warmer.DialContext
+			}
 		}
 		if c.Epoch.IsZero() {
 			c.Epoch = time.Now()
@@ -339,40 +373,82 @@ type Prepared struct {
 	header http.Header
 	err    error
 	outCap int
+	// wire is the whole request, head and body, for the own transport;
+	// close is true when its headers ask the server to close the
+	// connection after it.
+	wire  []byte
+	close bool
 }
 
 // Prepare builds req's payload and headers ahead of time, so that sending
 // it costs only the HTTP round trip (the engine prepares the next request
-// while it waits for that request's send time).
+// while it waits for that request's send time). For the own transport
+// the request's bytes are built here, ready for one write.
 func (c *Client) Prepare(req Request) Prepared {
+	c.init()
 	p := Prepared{req: req, header: make(http.Header, 4), outCap: c.outputCap(req)}
 	p.body, p.err = c.payload(req)
 	c.setHeaders(p.header, req.RequestID)
+	if c.h1 != nil && p.err == nil {
+		p.wire, p.err = requestHead(c.url, p.header, p.body)
+		p.close = closesConnection(p.header)
+		p.body, p.header = nil, nil
+	}
 	return p
+}
+
+// CloseIdleConnections closes the connections kept for later requests.
+func (c *Client) CloseIdleConnections() {
+	c.init()
+	if c.h1 != nil {
+		c.h1.closeIdle()
+	} else {
+		c.HTTP.CloseIdleConnections()
+	}
 }
 
 // Do sends req and returns its record. It never returns an error: a
 // failure is a record with Success false, a Failure kind and an Error text.
 func (c *Client) Do(ctx context.Context, req Request) metrics.Record {
-	return c.DoPrepared(ctx, c.Prepare(req))
+	p := c.Prepare(req)
+	var rec metrics.Record
+	c.DoPrepared(ctx, &p, &rec)
+	return rec
 }
 
-// DoPrepared sends a prepared request and returns its record, like Do.
-// The record's Error carries no credential of the client's (see package
-// redact).
-func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record) {
+// DoPrepared sends a prepared request and writes its record to rec
+// (whatever rec held is overwritten), like Do. The record's Error carries
+// no credential of the client's (see package redact). It drops the
+// request's bytes once they are written, so that a long prompt is not
+// held for the whole stream. Request and record go by pointer, not by
+// value: the caller's frame and this one are under every open stream's
+// reads, and a goroutine whose stack stays within 4 KiB does not grow it
+// to 8 (BenchmarkOpenStreams in package engine).
+func (c *Client) DoPrepared(ctx context.Context, p *Prepared, rec *metrics.Record) {
 	c.init()
-	req := p.req
-	rec = metrics.Record{RequestID: req.RequestID, PromptLen: req.PromptLen}
-	defer func() {
-		if rec.Error != "" {
-			rec.Error = redact.String(rec.Error)
-		}
-	}()
+	*rec = metrics.Record{RequestID: p.req.RequestID, PromptLen: p.req.PromptLen}
 	if p.err != nil {
-		rec.Failure, rec.Error = metrics.FailureTransport, p.err.Error()
-		return rec
+		rec.Failure, rec.Error = metrics.FailureTransport, redact.String(p.err.Error())
+		return
 	}
+	// Each transport's work is in a function of its own, so that this
+	// frame stays small.
+	bufs := c.bufPool.Get().(*streamBufs)
+	if c.h1 != nil {
+		c.doH1(ctx, p, rec, bufs)
+	} else {
+		c.doHTTP(ctx, p, rec, bufs)
+	}
+	bufs.read = keep(bufs.read)
+	c.bufPool.Put(bufs)
+	if rec.Error != "" {
+		rec.Error = redact.String(rec.Error)
+	}
+}
+
+// doHTTP sends a prepared request through c.HTTP and reads its answer
+// into rec.
+func (c *Client) doHTTP(ctx context.Context, p *Prepared, rec *metrics.Record, bufs *streamBufs) {
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if c.Timeout > 0 {
 		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -381,7 +457,7 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, bytes.NewReader(p.body))
 	if err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, fmt.Sprintf("build request: %v", err)
-		return rec
+		return
 	}
 	hreq.Header = p.header
 	var conn *stampedConn
@@ -395,8 +471,8 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 	rec.Start = c.now()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
-		c.fail(ctx, rctx, &rec, err)
-		return rec
+		c.fail(ctx, rctx, rec, err)
+		return
 	}
 	defer resp.Body.Close()
 	now := c.now
@@ -406,18 +482,70 @@ func (c *Client) DoPrepared(ctx context.Context, p Prepared) (rec metrics.Record
 			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
 		}
 	}
-	rec.HTTPStatus = resp.StatusCode
-	if resp.StatusCode != http.StatusOK {
+	c.read(ctx, rctx, &answer{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, bufs, rec, p.outCap, now)
+}
+
+// doH1 sends a prepared request through the own transport (h1.go) and
+// reads its answer into rec, in this goroutine alone.
+func (c *Client) doH1(ctx context.Context, p *Prepared, rec *metrics.Record, bufs *streamBufs) {
+	if cap(bufs.read) == 0 {
+		bufs.read = make([]byte, initialReadBytes)
+	}
+	rec.Start = c.now()
+	x, buf, n, err := c.h1.send(ctx, p, c.Timeout, bufs.read[:cap(bufs.read)])
+	bufs.read = buf
+	if err != nil {
+		c.fail(ctx, ctx, rec, &url.Error{Op: "Post", URL: c.URL, Err: err})
+		return
+	}
+	defer x.finish()
+	now := c.now
+	if conn := x.stamped; conn != nil {
+		if sent, ok := since(conn.sent.Load(), c.Epoch); ok && sent >= rec.Start {
+			rec.Start = sent
+			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
+		}
+	}
+	a := &answer{status: x.head.status, contentType: x.head.contentType, body: &x.body, buffered: buf[:n]}
+	c.read(ctx, ctx, a, bufs, rec, p.outCap, now)
+}
+
+// An answer is a response as both transports give it.
+type answer struct {
+	status      int
+	contentType string
+	body        io.Reader
+	// buffered are body bytes read with the head, at the front of the
+	// stream's read buffer; body reads what follows them.
+	buffered []byte
+}
+
+// reader reads the whole body.
+func (a *answer) reader() io.Reader {
+	if len(a.buffered) == 0 {
+		return a.body
+	}
+	return io.MultiReader(bytes.NewReader(a.buffered), a.body)
+}
+
+// read reads an answer into rec: a stream, or else a whole body.
+func (c *Client) read(ctx, rctx context.Context, a *answer, bufs *streamBufs, rec *metrics.Record, outCap int, now func() time.Duration) {
+	rec.HTTPStatus = a.status
+	if a.status == http.StatusOK && !IsPooling(c.Backend) {
+		c.readStream(ctx, rctx, a, bufs, rec, outCap, now)
+		return
+	}
+	c.readWhole(ctx, rctx, a, rec, now)
+}
+
+// readWhole reads an HTTP error or a pooling body into rec.
+func (c *Client) readWhole(ctx, rctx context.Context, a *answer, rec *metrics.Record, now func() time.Duration) {
+	if a.status != http.StatusOK {
 		rec.Failure = metrics.FailureHTTPStatus
-		rec.Error = httpError(resp)
-		return rec
+		rec.Error = httpError(a.status, a.reader())
+		return
 	}
-	if IsPooling(c.Backend) {
-		c.readPooling(ctx, rctx, resp, &rec, now)
-	} else {
-		c.readStream(ctx, rctx, resp, &rec, p.outCap, now)
-	}
-	return rec
+	c.readPooling(ctx, rctx, a.reader(), rec, now)
 }
 
 // setHeaders sets content type, authorization, extra headers and the

@@ -12,7 +12,7 @@ import (
 
 // events reads every event of stream, step bytes a read.
 func events(stream []byte, step int) ([][2]string, error) {
-	r := newSSEReader(&chunkedReader{b: stream, step: step}, func() time.Duration { return 0 }, make([]byte, 64), nil, 1<<20)
+	r := newSSEReader(&chunkedReader{b: stream, step: step}, func() time.Duration { return 0 }, make([]byte, 64), 0, nil, 1<<20)
 	var out [][2]string
 	for {
 		ev, err := r.next()

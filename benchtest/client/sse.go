@@ -39,7 +39,12 @@ type sseReader struct {
 
 	data    []byte // data lines of the event being read
 	hasData bool
-	event   []byte // event type of the event being read
+	// one, when inBuf, is the event's only data line so far, still in
+	// buf: most events are one line that arrives whole, and their data is
+	// handed out where it lies instead of copied into data.
+	one   []byte
+	inBuf bool
+	event []byte // event type of the event being read
 
 	// limit caps a line and an event's data, in bytes; past it next
 	// returns a *lineTooLongError.
@@ -60,23 +65,67 @@ type sseEvent struct {
 	At time.Duration
 }
 
-// initialReadBytes is the read buffer a stream starts with: as large as
-// the HTTP transport's own read buffer (net/http's default, 4 KiB), which
-// bounds what one read of a chunked body returns, so events that arrived
-// together are still read, and timed, together; a longer line grows it
-// (see fill). An OpenAI chunk is a few hundred bytes. Memory per open
-// stream is what bounds thousands of streams.
+// initialReadBytes is the read buffer a stream starts with. With the own
+// transport it is the stream's only buffer: the response head is read
+// into it and the body decoded in place there (h1body.go); with net/http
+// it matches the transport's own 4 KiB read buffer, which bounds what one
+// read of a chunked body returns. 4 KiB holds a burst of events that
+// arrived together, so they are read, and timed, together; a longer line
+// grows it (see fill). An OpenAI chunk is a few hundred bytes. Memory per
+// open stream is what bounds thousands of streams: a smaller buffer saves
+// a little but splits such bursts over several reads, each with its own
+// time.
 const initialReadBytes = 4 << 10
 
 // newSSEReader reads events from r into buf (grown as needed), gathering
 // event data in data (grown as needed), with lines and events capped at
-// limit bytes. The buffers it grew are its buf and data fields after.
-func newSSEReader(r io.Reader, now func() time.Duration, buf, data []byte, limit int) *sseReader {
+// limit bytes. The first buffered bytes of buf are already the stream's
+// (read with the response head), arrived now. The buffers it grew are its
+// buf and data fields after.
+func newSSEReader(r io.Reader, now func() time.Duration, buf []byte, buffered int, data []byte, limit int) *sseReader {
+	s := new(sseReader)
+	s.reset(r, now, buf, buffered, data, limit)
+	return s
+}
+
+// reset makes s a new reader, as newSSEReader does. (Not inlined: the
+// new value would take room in the caller's frame; see DoPrepared.)
+//
+//go:noinline
+func (s *sseReader) reset(r io.Reader, now func() time.Duration, buf []byte, buffered int, data []byte, limit int) {
 	if cap(buf) == 0 {
 		buf = make([]byte, initialReadBytes)
 	}
-	return &sseReader{r: r, now: now, buf: buf[:cap(buf)], data: data[:0], limit: limit}
+	*s = sseReader{r: r, now: now, buf: buf[:cap(buf)], end: buffered, data: data[:0], limit: limit}
+	if buffered > 0 {
+		s.at = now()
+	}
 }
+
+// peek returns up to n bytes of the stream ahead, reading until it has
+// them or the stream ends.
+func (s *sseReader) peek(n int) []byte {
+	for s.end-s.start < n && !s.eof && !s.tooLong {
+		s.fill()
+	}
+	return s.buf[s.start:min(s.end, s.start+n)]
+}
+
+// rest reads the stream from where the reader is, buffered bytes first.
+func (s *sseReader) rest() io.Reader {
+	if s.readErr != nil {
+		return io.MultiReader(bytes.NewReader(s.buf[s.start:s.end]), errReader{s.readErr})
+	}
+	if s.eof {
+		return bytes.NewReader(s.buf[s.start:s.end])
+	}
+	return io.MultiReader(bytes.NewReader(s.buf[s.start:s.end]), s.r)
+}
+
+// An errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // next returns the next event. At the end of the stream it returns io.EOF;
 // a failed read returns that error after the complete events before it,
@@ -122,6 +171,9 @@ func (s *sseReader) next() (sseEvent, error) {
 // dispatch hands out the pending event and resets the event state.
 func (s *sseReader) dispatch() sseEvent {
 	ev := sseEvent{Type: s.event, Data: s.data, At: s.at}
+	if s.inBuf {
+		ev.Data, s.one, s.inBuf = s.one, nil, false
+	}
 	s.data = s.data[:0]
 	s.event = s.event[:0]
 	s.hasData = false
@@ -177,6 +229,11 @@ func (s *sseReader) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
+		if !s.hasData {
+			s.one, s.inBuf, s.hasData = value, true, true
+			return
+		}
+		s.copyLine()
 		if len(s.data)+len(value) > s.limit {
 			s.tooLong = true
 			return
@@ -191,10 +248,20 @@ func (s *sseReader) field(line []byte) {
 	}
 }
 
+// copyLine moves a data line held in buf into data, before the bytes in
+// buf move.
+func (s *sseReader) copyLine() {
+	if s.inBuf {
+		s.data = append(s.data[:0], s.one...)
+		s.one, s.inBuf = nil, false
+	}
+}
+
 // fill reads more bytes, first moving live bytes to the front and growing
 // the buffer when one line fills it, up to the limit (plus room for the
 // line end).
 func (s *sseReader) fill() {
+	s.copyLine()
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n

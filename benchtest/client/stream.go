@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -41,125 +41,195 @@ const errNoChunk = "never received a valid chunk to calculate TTFT; this respons
 // 200 answer with a JSON body (a server that ignored "stream") fails with
 // the server's message. Invalid UTF-8 in the text is replaced by U+FFFD,
 // as the JSON result would write it anyway.
-func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, outCap int, now func() time.Duration) {
-	if isJSON(resp.Header.Get("Content-Type")) {
-		// Some proxies label an event stream as JSON: look before judging.
-		br := bufio.NewReaderSize(resp.Body, 64)
-		head, _ := br.Peek(16)
-		resp.Body = readCloser{br, resp.Body}
-		if !isSSE(head) {
-			c.readJSONAnswer(ctx, rctx, resp, rec)
-			return
-		}
-	}
-	bufs := c.bufPool.Get().(*streamBufs)
-	defer c.bufPool.Put(bufs)
+func (c *Client) readStream(ctx, rctx context.Context, a *answer, bufs *streamBufs, rec *metrics.Record, outCap int, now func() time.Duration) {
 	limit := c.lineLimit()
-	sse := newSSEReader(resp.Body, now, bufs.read, bufs.data, limit)
-	textCap := max(limit, min(outCap*MaxTokenBytes, MaxTextBytes))
-	chat := c.Backend == BackendOpenAIChat
-	var (
-		text       = bufs.text[:0]
-		last       time.Duration
-		outputs    int
-		usageOut   = -1
-		cumulative = 0
-		perChunk   = true
-		chunkToks  []int
-		scratch    = bufs.scratch
-	)
+	sse := &bufs.sse
+	sse.reset(a.body, now, bufs.read, len(a.buffered), bufs.data, limit)
+	if isJSON(a.contentType) && c.jsonAnswer(ctx, rctx, sse, rec) {
+		return
+	}
+	st := &bufs.stream
+	st.start(bufs, outCap, max(limit, min(outCap*MaxTokenBytes, MaxTextBytes)), c.Backend == BackendOpenAIChat)
+	// The loop keeps this frame small: the read (sse.next) and the
+	// event's parse (st.take) are siblings under it, not nested.
 	for {
 		ev, err := sse.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if _, ok := err.(*lineTooLongError); ok {
-				rec.Failure, rec.Error = metrics.FailureLineTooLong, err.Error()
-				break
-			}
-			c.fail(ctx, rctx, rec, err)
+			c.readFailed(ctx, rctx, rec, err)
 			break
 		}
-		if len(ev.Type) > 0 && string(ev.Type) != "message" {
-			if string(ev.Type) == "error" {
-				rec.Failure = metrics.FailureStream
-				rec.Error = "stream error event: " + string(ev.Data)
-				break
-			}
-			continue
-		}
-		data := bytes.TrimSpace(ev.Data)
-		if string(data) == "[DONE]" {
-			continue
-		}
-		if len(data) == 0 {
-			continue
-		}
-		n := len(text)
-		ch, t, err := parseChunk(data, text, &scratch)
-		text = t
-		if err != nil {
-			text = text[:n]
-			rec.Failure = metrics.FailureStream
-			rec.Error = fmt.Sprintf("stream: %v in event %q", err, truncate(data, 200))
+		if st.take(&ev, rec) {
 			break
-		}
-		if ch.isError {
-			text = text[:n]
-			rec.Failure = metrics.FailureStream
-			rec.Error = "stream error: " + ch.errMsg
-			break
-		}
-		if ch.completion >= 0 {
-			usageOut = ch.completion
-		}
-		if ch.prompt > 0 {
-			rec.ServerPromptTokens = ch.prompt
-		}
-		if !ch.choices || (chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
-			if ch.completion >= 0 {
-				cumulative = ch.completion
-			}
-			continue
-		}
-		outputs++
-		if outputs > outCap || len(text) > textCap {
-			outputs--
-			text = text[:n]
-			rec.Failure = metrics.FailureExcessOutput
-			rec.Error = fmt.Sprintf("server sent more output than max_tokens allows (over %d chunks or %d text bytes); stream closed", outCap, textCap)
-			break
-		}
-		if outputs == 1 {
-			rec.TTFT = ev.At - rec.Start
-		} else {
-			rec.ITL = append(rec.ITL, ev.At-last)
-		}
-		last = ev.At
-		if ch.completion >= 0 {
-			chunkToks = append(chunkToks, ch.completion-cumulative)
-			cumulative = ch.completion
-		} else {
-			perChunk = false
 		}
 	}
-	if utf8.Valid(text) {
-		rec.GeneratedText = string(text)
+	c.endStream(rec, a.contentType, bufs)
+}
+
+// endStream judges the stream and hands its buffers back to bufs.
+func (c *Client) endStream(rec *metrics.Record, contentType string, bufs *streamBufs) {
+	st, sse := &bufs.stream, &bufs.sse
+	rec.GeneratedText = validText(st.text)
+	bufs.read, bufs.data, bufs.text, bufs.scratch = keep(sse.buf), keep(sse.data), keep(st.text), keep(st.scratch)
+	*sse = sseReader{} // the pool keeps no body
+	if st.outputs > 0 {
+		rec.Latency = st.last - rec.Start
+	}
+	if rec.Failure == metrics.FailureNone {
+		c.finishStream(rec, contentType, st)
+	}
+	*st = streamState{}
+}
+
+// jsonAnswer reads an answer labelled JSON when it is not an event
+// stream after all (some proxies label one as JSON: look before judging),
+// and reports whether it was.
+func (c *Client) jsonAnswer(ctx, rctx context.Context, sse *sseReader, rec *metrics.Record) bool {
+	if isSSE(sse.peek(16)) {
+		return false
+	}
+	c.readJSONAnswer(ctx, rctx, sse.rest(), rec)
+	*sse = sseReader{} // the pool keeps no body
+	return true
+}
+
+// A streamState is what readStream knows of a stream between events.
+type streamState struct {
+	text, scratch   []byte
+	outCap, textCap int
+	chat            bool
+	last            time.Duration
+	outputs         int
+	usageOut        int
+	cumulative      int
+	perChunk        bool
+	chunkToks       []int
+}
+
+// start readies st for a stream. (Not inlined: the new value would take
+// room in readStream's frame.)
+//
+//go:noinline
+func (st *streamState) start(bufs *streamBufs, outCap, textCap int, chat bool) {
+	*st = streamState{
+		text:     bufs.text[:0],
+		scratch:  bufs.scratch,
+		outCap:   outCap,
+		textCap:  textCap,
+		chat:     chat,
+		usageOut: -1,
+		perChunk: true,
+	}
+}
+
+// take applies one event to the stream and rec; it reports whether the
+// stream ends here (a failure recorded in rec).
+func (st *streamState) take(ev *sseEvent, rec *metrics.Record) bool {
+	if len(ev.Type) > 0 && string(ev.Type) != "message" {
+		if string(ev.Type) == "error" {
+			failStream(rec, "stream error event: ", ev.Data)
+			return true
+		}
+		return false
+	}
+	data := bytes.TrimSpace(ev.Data)
+	if string(data) == "[DONE]" || len(data) == 0 {
+		return false
+	}
+	n := len(st.text)
+	ch, t, err := parseChunk(data, st.text, &st.scratch)
+	st.text = t
+	if err != nil {
+		st.text = st.text[:n]
+		badEvent(rec, err, data)
+		return true
+	}
+	if ch.isError {
+		st.text = st.text[:n]
+		failStream(rec, "stream error: ", []byte(ch.errMsg))
+		return true
+	}
+	if ch.completion >= 0 {
+		st.usageOut = ch.completion
+	}
+	if ch.prompt > 0 {
+		rec.ServerPromptTokens = ch.prompt
+	}
+	if !ch.choices || (st.chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
+		if ch.completion >= 0 {
+			st.cumulative = ch.completion
+		}
+		return false
+	}
+	st.outputs++
+	if st.outputs > st.outCap || len(st.text) > st.textCap {
+		st.outputs--
+		st.text = st.text[:n]
+		excessOutput(rec, st.outCap, st.textCap)
+		return true
+	}
+	if st.outputs == 1 {
+		rec.TTFT = ev.At - rec.Start
 	} else {
-		rec.GeneratedText = strings.ToValidUTF8(string(text), "\uFFFD")
+		rec.ITL = append(rec.ITL, ev.At-st.last)
 	}
-	bufs.read, bufs.data, bufs.text, bufs.scratch = keep(sse.buf), keep(sse.data), keep(text), keep(scratch)
-	if outputs > 0 {
-		rec.Latency = last - rec.Start
+	st.last = ev.At
+	if ch.completion >= 0 {
+		st.chunkToks = append(st.chunkToks, ch.completion-st.cumulative)
+		st.cumulative = ch.completion
+	} else {
+		st.perChunk = false
 	}
-	if rec.Failure != metrics.FailureNone {
+	return false
+}
+
+// The helpers below keep what runs once a stream out of readStream's
+// frame, which is under the read of every open stream (see DoPrepared).
+
+// readFailed records a failed read of the stream.
+func (c *Client) readFailed(ctx, rctx context.Context, rec *metrics.Record, err error) {
+	if _, ok := err.(*lineTooLongError); ok {
+		rec.Failure, rec.Error = metrics.FailureLineTooLong, err.Error()
 		return
 	}
+	c.fail(ctx, rctx, rec, err)
+}
+
+// failStream records a stream that failed with a message.
+func failStream(rec *metrics.Record, prefix string, msg []byte) {
+	rec.Failure = metrics.FailureStream
+	rec.Error = prefix + string(msg)
+}
+
+// badEvent records an event that is not a valid chunk.
+func badEvent(rec *metrics.Record, err error, data []byte) {
+	rec.Failure = metrics.FailureStream
+	rec.Error = fmt.Sprintf("stream: %v in event %q", err, truncate(data, 200))
+}
+
+// excessOutput records a stream cut for sending too much.
+func excessOutput(rec *metrics.Record, outCap, textCap int) {
+	rec.Failure = metrics.FailureExcessOutput
+	rec.Error = fmt.Sprintf("server sent more output than max_tokens allows (over %d chunks or %d text bytes); stream closed", outCap, textCap)
+}
+
+// validText is the generated text, invalid UTF-8 replaced by U+FFFD.
+func validText(text []byte) string {
+	if utf8.Valid(text) {
+		return string(text)
+	}
+	return strings.ToValidUTF8(string(text), "\uFFFD")
+}
+
+// finishStream judges a stream that ended without failing.
+func (c *Client) finishStream(rec *metrics.Record, contentType string, st *streamState) {
+	outputs, usageOut, outCap := st.outputs, st.usageOut, st.outCap
 	if outputs == 0 {
 		rec.Failure = metrics.FailureStream
 		rec.Error = errNoChunk
-		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		if ct := contentType; !strings.HasPrefix(ct, "text/event-stream") {
 			rec.Error += fmt.Sprintf(" (the answer's Content-Type is %q, not text/event-stream)", ct)
 		}
 		return
@@ -170,8 +240,8 @@ func (c *Client) readStream(ctx, rctx context.Context, resp *http.Response, rec 
 		return
 	}
 	rec.Success = true
-	if perChunk {
-		rec.ChunkTokens = chunkToks
+	if st.perChunk {
+		rec.ChunkTokens = st.chunkToks
 	}
 	switch {
 	case usageOut > 0:
@@ -197,16 +267,10 @@ func isSSE(head []byte) bool {
 	return false
 }
 
-// A readCloser reads through a buffer and closes the body under it.
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
 // readJSONAnswer fails a streamed request answered with a JSON body: the
 // server ignored "stream" or sent an error with status 200.
-func (c *Client) readJSONAnswer(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record) {
-	body, ok := c.readBody(ctx, rctx, resp, rec, c.lineLimit())
+func (c *Client) readJSONAnswer(ctx, rctx context.Context, r io.Reader, rec *metrics.Record) {
+	body, ok := c.readBody(ctx, rctx, r, rec, c.lineLimit())
 	if !ok {
 		return
 	}
@@ -219,8 +283,8 @@ func (c *Client) readJSONAnswer(ctx, rctx context.Context, resp *http.Response, 
 
 // readBody reads a whole response body of at most limit bytes; a longer
 // one fails the request as FailureLineTooLong.
-func (c *Client) readBody(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, limit int) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+func (c *Client) readBody(ctx, rctx context.Context, r io.Reader, rec *metrics.Record, limit int) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		c.fail(ctx, rctx, rec, err)
 		return nil, false
@@ -235,8 +299,8 @@ func (c *Client) readBody(ctx, rctx context.Context, resp *http.Response, rec *m
 
 // readPooling reads an embeddings or rerank response: latency (and TTFT)
 // at the end of the body, prompt tokens from its usage.
-func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec *metrics.Record, now func() time.Duration) {
-	body, ok := c.readBody(ctx, rctx, resp, rec, PoolingBodyFactor*c.lineLimit())
+func (c *Client) readPooling(ctx, rctx context.Context, r io.Reader, rec *metrics.Record, now func() time.Duration) {
+	body, ok := c.readBody(ctx, rctx, r, rec, PoolingBodyFactor*c.lineLimit())
 	if !ok {
 		return
 	}
@@ -257,7 +321,9 @@ func (c *Client) readPooling(ctx, rctx context.Context, resp *http.Response, rec
 }
 
 // fail records a transport-level error, telling cancellation of the run
-// (ctx) from the request's own timeout (rctx) and from network failures.
+// (ctx) from the request's own timeout (rctx, or with the own transport a
+// connection deadline passed while ctx was live) and from network
+// failures.
 func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error) {
 	rec.Success = false
 	var nerr net.Error
@@ -266,7 +332,8 @@ func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error)
 		rec.Failure = metrics.FailureCanceled
 		rec.Error = fmt.Sprintf("canceled: %v", context.Cause(ctx))
 		return
-	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+	case rctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) ||
+		(c.Timeout > 0 && errors.Is(err, os.ErrDeadlineExceeded)):
 		rec.Failure = metrics.FailureTimeout
 		rec.Error = fmt.Sprintf("timeout after %v: %v", c.Timeout, err)
 		return
@@ -281,10 +348,10 @@ func (c *Client) fail(ctx, rctx context.Context, rec *metrics.Record, err error)
 // httpError describes a non-200 answer with the server's own message when
 // its body has one (OpenAI {"error": {"message"}}, vLLM {"message"},
 // FastAPI {"detail"}), else the start of the body.
-func httpError(resp *http.Response) string {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+func httpError(code int, r io.Reader) string {
+	body, _ := io.ReadAll(io.LimitReader(r, 64<<10))
 	msg := serverMessage(body)
-	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	status := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	if msg == "" {
 		return status
 	}

@@ -17,14 +17,21 @@ import (
 // run (each is a file descriptor and a server-side connection).
 const MaxWarmConnections = 4096
 
-// A Warmer dials TCP connections before a run and hands them to the HTTP
-// transport as it asks for new ones, so that a request's TTFT does not
+// A Warmer dials TCP connections before a run and hands them to the
+// requests as they need new ones, so that a request's TTFT does not
 // include connection set-up and the server's accept queue: with a
 // thousand streams starting at once, those are most of what a client adds
 // to the server's own TTFT. Each warm connection carries one GET /health
 // (any complete answer will do) so that the server has accepted it and
 // is reading from it before the run starts. A connection the server
 // closed while it waited is dropped and a new one dialled.
+//
+// A Client with a Warmer (Client.Warmer) takes its warm connections
+// before dialling, and keeps them in its pool after; an *http.Client
+// takes them through DialContext (NewWarmHTTPClient). Either way the
+// connections are stamped (stampedConn): requests over them are timed
+// from the instant they are written and chunks from the instant they
+// arrive.
 //
 // vllm bench serve opens its connections as requests go out; scenarios
 // warm by default, `servegate bench` only with --warm-connections.
@@ -34,39 +41,49 @@ type Warmer struct {
 	idle   map[string][]*stampedConn // by dial address
 }
 
+// NewWarmer returns a Warmer holding no connections yet.
+func NewWarmer() *Warmer {
+	return &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string][]*stampedConn{}}
+}
+
 // NewWarmHTTPClient is NewHTTPClient with a Warmer behind its dials.
 func NewWarmHTTPClient(maxConns int) (*http.Client, *Warmer) {
-	w := &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string][]*stampedConn{}}
+	w := NewWarmer()
 	h := NewHTTPClient(maxConns)
 	h.Transport.(*http.Transport).DialContext = w.DialContext
 	return h, w
 }
 
 // DialContext returns a warm connection to addr when one is left, else
-// dials. Either way the connection is stamped (stampedConn): a client
-// over a Warmer times requests from the instant they are written and
-// chunks from the instant they arrive.
+// dials. Either way the connection is stamped.
 func (w *Warmer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	for {
-		w.mu.Lock()
-		conns := w.idle[addr]
-		if len(conns) == 0 {
-			w.mu.Unlock()
-			break
-		}
-		c := conns[len(conns)-1]
-		w.idle[addr] = conns[:len(conns)-1]
-		w.mu.Unlock()
-		if alive(c.Conn) {
-			return c, nil
-		}
-		c.Close()
+	if c := w.take(addr); c != nil {
+		return c, nil
 	}
 	c, err := w.dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
 	return newStampedConn(c), nil
+}
+
+// take returns a warm connection to addr that is still open, or nil.
+func (w *Warmer) take(addr string) *stampedConn {
+	for {
+		w.mu.Lock()
+		conns := w.idle[addr]
+		if len(conns) == 0 {
+			w.mu.Unlock()
+			return nil
+		}
+		c := conns[len(conns)-1]
+		w.idle[addr] = conns[:len(conns)-1]
+		w.mu.Unlock()
+		if alive(c.Conn) {
+			return c
+		}
+		c.Close()
+	}
 }
 
 // Warm dials n connections to baseURL's host, 64 at a time, and keeps
@@ -77,14 +94,7 @@ func (w *Warmer) Warm(ctx context.Context, baseURL string, n int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("warm connections: %w", err)
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
+	addr := hostPort(u)
 	n = min(n, MaxWarmConnections)
 	sem := make(chan struct{}, 64)
 	var (
@@ -159,10 +169,5 @@ func probe(ctx context.Context, c net.Conn, host string) error {
 func (w *Warmer) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for addr, conns := range w.idle {
-		for _, c := range conns {
-			c.Close()
-		}
-		delete(w.idle, addr)
-	}
+	closeAll(w.idle)
 }

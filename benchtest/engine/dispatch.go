@@ -128,7 +128,7 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 			if slots != nil {
 				defer func() { slots <- time.Since(epoch) }()
 			}
-			res.Records[i] = d.send(ctx, i, dispatched, free, prep)
+			d.send(ctx, i, dispatched, free, &prep, &res.Records[i])
 			d.progress()
 		})
 		// The new goroutine waits in this processor's run queue; yield so
@@ -141,18 +141,27 @@ func (d *dispatcher) run(ctx context.Context, res *Result) {
 }
 
 // send sends request i (prepared as prep), released at dispatched and
-// free to go at free, once it holds a concurrency slot.
-func (d *dispatcher) send(ctx context.Context, i int, dispatched, free time.Duration, prep client.Prepared) metrics.Record {
+// free to go at free, once it holds a concurrency slot, and writes its
+// record to rec. Records and requests go by pointer: this frame is under
+// every open stream's, and a stack that stays within 4 KiB is half the
+// memory of one that grows to 8.
+func (d *dispatcher) send(ctx context.Context, i int, dispatched, free time.Duration, prep *client.Prepared, rec *metrics.Record) {
 	if ctx.Err() != nil {
-		rec := d.unsent(i, "not sent: run stopped")
-		rec.Dispatched, rec.Free = dispatched, free
-		return rec
+		d.stopped(i, rec)
+	} else {
+		d.client.DoPrepared(ctx, prep, rec)
+		rec.Scheduled = d.offsets[i]
 	}
-	rec := d.client.DoPrepared(ctx, prep)
-	rec.Scheduled = d.offsets[i]
 	rec.Dispatched = dispatched
 	rec.Free = free
-	return rec
+}
+
+// stopped writes the record of request i when the run stopped before it
+// was sent. (A function of its own, kept out of send's frame.)
+//
+//go:noinline
+func (d *dispatcher) stopped(i int, rec *metrics.Record) {
+	*rec = d.unsent(i, "not sent: run stopped")
 }
 
 // unsent is the record of request i when the run stopped before sending it.

@@ -123,7 +123,9 @@ type Config struct {
 	// warm-ups are done, just before the run's time zero (servegate scrapes
 	// the server's metrics baseline there).
 	Started func()
-	// HTTPClient sends the requests; nil builds one sized for the run.
+	// HTTPClient, when set, sends the requests through net/http; nil lets
+	// the client choose: its own HTTP/1.1 transport for an http:// URL
+	// with no proxy, net/http otherwise, either sized for the run.
 	HTTPClient *http.Client
 	// WarmConnections dials this many connections after the warm-up and
 	// before time zero, so that TTFT does not include connection set-up
@@ -210,8 +212,15 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	}
 	indices := cfg.Shard.Indices(len(samples))
 	c, warmer := cfg.client()
+	if cfg.HTTPClient == nil {
+		defer c.CloseIdleConnections() // the run's own connections; a caller's client keeps its own
+	}
 	if warmer != nil {
 		defer warmer.Close()
+	}
+	profiler := cfg.HTTPClient
+	if profiler == nil {
+		profiler = client.NewHTTPClient(1)
 	}
 	first := cfg.request(samples[0], 0, "")
 	first.RequestID = ""
@@ -223,7 +232,7 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	res := &Result{Schedule: sched, Indices: indices}
 	res.Warmups = warmUp(ctx, c, first, cfg.NumWarmups, cfg.MaxConcurrency)
 	if cfg.Profile {
-		if err := profile(ctx, c.HTTP, cfg.BaseURL+"/start_profile"); err != nil {
+		if err := profile(ctx, profiler, cfg.BaseURL+"/start_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
@@ -269,7 +278,7 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 		// wait forever for a server that is gone.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := profile(pctx, c.HTTP, cfg.BaseURL+"/stop_profile"); err != nil {
+		if err := profile(pctx, profiler, cfg.BaseURL+"/stop_profile"); err != nil {
 			res.Warnings = append(res.Warnings, err)
 		}
 	}
@@ -375,22 +384,22 @@ func (cfg *Config) checkLimits() error {
 
 // client builds the request client of the run, and its Warmer when the
 // run warms connections.
+//
+// Without Config.HTTPClient the client picks its transport: its own
+// HTTP/1.1 one for an http:// URL with no proxy, net/http otherwise.
 func (cfg *Config) client() (*client.Client, *client.Warmer) {
-	h := cfg.HTTPClient
 	var w *client.Warmer
-	if h == nil {
-		if cfg.WarmConnections != 0 {
-			h, w = client.NewWarmHTTPClient(cfg.MaxConcurrency)
-		} else {
-			h = client.NewHTTPClient(cfg.MaxConcurrency)
-		}
+	if cfg.HTTPClient == nil && cfg.WarmConnections != 0 {
+		w = client.NewWarmer()
 	}
 	return &client.Client{
 		Backend:   cfg.Backend,
 		URL:       cfg.BaseURL + cfg.Endpoint,
 		Model:     cfg.Model,
 		ModelName: cfg.ModelName,
-		HTTP:      h,
+		HTTP:      cfg.HTTPClient,
+		Warmer:    w,
+		MaxConns:  cfg.MaxConcurrency,
 		Epoch:     time.Now(),
 		Timeout:   cfg.RequestTimeout,
 		Tokenizer: cfg.Tokenizer,
