@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/servegate/servegate/internal/kstamp"
 )
 
 // stampBase is the zero of a stampedConn's times: a monotonic reading, so
@@ -14,7 +16,7 @@ var stampBase = time.Now()
 // wants and a goroutine cannot see: when the request went out (the entry
 // of the first write after arm) and when the bytes of the latest read
 // came in (the kernel's receive time of the last segment the read took,
-// SO_TIMESTAMPNS, where the platform has it; see stamp_linux.go). With a
+// SO_TIMESTAMPNS, where the platform has it; see package kstamp). With a
 // thousand streams on two cores, the goroutine that reads a chunk can run
 // milliseconds after the chunk arrived, and the one that sends a request
 // milliseconds after the request was due: those delays are the client's,
@@ -25,7 +27,13 @@ type stampedConn struct {
 	net.Conn
 	sent atomic.Int64
 	recv atomic.Int64
-	rx   kernelStamps // platform-specific receive stamping
+	rx   *kstamp.Reader
+}
+
+// newStampedConn wraps c, asking the kernel to stamp what c receives;
+// where it cannot, reads are stamped when they return.
+func newStampedConn(c net.Conn) *stampedConn {
+	return &stampedConn{Conn: c, rx: kstamp.Enable(c)}
 }
 
 // arm forgets the previous request's instants; the next write is the
@@ -43,12 +51,13 @@ func (c *stampedConn) Write(p []byte) (int, error) {
 }
 
 func (c *stampedConn) Read(p []byte) (int, error) {
-	n, stamp, err := c.rx.read(c.Conn, p)
+	n, at, err := c.rx.Read(c.Conn, p)
 	if n > 0 {
-		if stamp == 0 {
-			stamp = int64(time.Since(stampBase))
+		if at.IsZero() {
+			c.recv.Store(int64(time.Since(stampBase)))
+		} else {
+			c.recv.Store(int64(at.Sub(stampBase)))
 		}
-		c.recv.Store(stamp)
 	}
 	return n, err
 }

@@ -48,6 +48,9 @@ func Enable(c net.Conn) *Reader {
 	return r
 }
 
+// Stamping reports whether the kernel agreed to stamp the connection.
+func (r *Reader) Stamping() bool { return r.raw != nil }
+
 func (r *Reader) recv(fd uintptr) bool {
 	r.n, r.oobn, _, _, r.err = syscall.Recvmsg(int(fd), r.p, r.oob[:], 0)
 	return r.err != syscall.EAGAIN && r.err != syscall.EWOULDBLOCK

@@ -14,6 +14,9 @@ type Reader struct{}
 // Enable returns a plain Reader: this platform has no receive stamps.
 func Enable(c net.Conn) *Reader { return &Reader{} }
 
+// Stamping reports false: this platform has no receive stamps.
+func (r *Reader) Stamping() bool { return false }
+
 // Read reads from c into p; there is no kernel stamp here.
 func (r *Reader) Read(c net.Conn, p []byte) (int, time.Time, error) {
 	n, err := c.Read(p)
