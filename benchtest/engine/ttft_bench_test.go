@@ -30,7 +30,9 @@ import (
 // thousand requests at once and the server sharing two cores with the
 // client, most of the error). sock-err-mean-ms and sock-err-p99-ms are the
 // error against the server's TTFT counted from that receipt instead: what
-// the client alone adds.
+// the client alone adds. send-span-ms is the time from the first request's
+// start to the last one's: how tightly the client delivered the load (a
+// burst is meant to take none; the tighter, the longer the server's queue).
 //
 //	go test -run '^$' -bench '^BenchmarkTTFTError$' -benchtime 3x ./benchtest/engine
 func BenchmarkTTFTError(b *testing.B) {
@@ -53,6 +55,7 @@ func BenchmarkTTFTError(b *testing.B) {
 				b.ReportMetric(mean(e.intake), "intake-mean-ms")
 				b.ReportMetric(mean(e.sock), "sock-err-mean-ms")
 				b.ReportMetric(p99(e.sock), "sock-err-p99-ms")
+				b.ReportMetric(mean(e.span), "send-span-ms")
 				b.ReportMetric(0, "ns/op")
 			})
 		}
@@ -66,14 +69,16 @@ func BenchmarkTTFTError(b *testing.B) {
 // client's time for it (delivery, waking the reader). The parts compare
 // wall clocks of two processes on one machine. intake is the part of in
 // after the request reached the server's socket, and sock the error less
-// intake, for the streams whose receipt the server knows.
+// intake, for the streams whose receipt the server knows. span holds,
+// per run, the time from the first request's start to the last one's:
+// how tightly the client delivered the load (a burst is meant to be 0).
 type ttftError struct {
-	errs, in, out, intake, sock []float64
+	errs, in, out, intake, sock, span []float64
 }
 
 func (e *ttftError) add(o ttftError) {
 	e.errs, e.in, e.out = append(e.errs, o.errs...), append(e.in, o.in...), append(e.out, o.out...)
-	e.intake, e.sock = append(e.intake, o.intake...), append(e.sock, o.sock...)
+	e.intake, e.sock, e.span = append(e.intake, o.intake...), append(e.sock, o.sock...), append(e.span, o.span...)
 }
 
 // ttftErrors runs 1000 streams and returns their errors. It fails when the
@@ -95,6 +100,7 @@ func ttftErrors(b *testing.B, url string, rate float64, warm bool) ttftError {
 	}
 	ms := func(d int64) float64 { return float64(d) / float64(time.Millisecond) }
 	var e ttftError
+	first, last := time.Duration(math.MaxInt64), time.Duration(0)
 	for _, r := range res.Records {
 		if !r.Success {
 			b.Fatalf("request %s failed: %s", r.RequestID, r.Error)
@@ -109,6 +115,7 @@ func ttftErrors(b *testing.B, url string, rate float64, warm bool) ttftError {
 		if err != nil {
 			b.Fatalf("truth of %s: %v", r.RequestID, err)
 		}
+		first, last = min(first, r.Start), max(last, r.Start)
 		start := res.Start.UnixNano() + int64(r.Start)
 		flush := truth.Arrival + int64(truth.TTFTMS*float64(time.Millisecond))
 		errMS := ms(int64(r.TTFT)) - truth.TTFTMS
@@ -120,6 +127,7 @@ func ttftErrors(b *testing.B, url string, rate float64, warm bool) ttftError {
 			e.sock = append(e.sock, errMS-*truth.IntakeMS)
 		}
 	}
+	e.span = []float64{ms(int64(last - first))}
 	if len(e.sock) < n*99/100 {
 		b.Fatalf("the server knows the socket receipt of %d of %d requests", len(e.sock), n)
 	}
