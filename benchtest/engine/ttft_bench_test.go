@@ -33,6 +33,8 @@ import (
 // the client alone adds. send-span-ms is the time from the first request's
 // start to the last one's: how tightly the client delivered the load (a
 // burst is meant to take none; the tighter, the longer the server's queue).
+// itl-err-mean-ms and itl-abs-err-p99-ms compare every gap between chunks
+// with the server's: the mean error and the 99th percentile of its size.
 //
 //	go test -run '^$' -bench '^BenchmarkTTFTError$' -benchtime 3x ./benchtest/engine
 func BenchmarkTTFTError(b *testing.B) {
@@ -56,6 +58,8 @@ func BenchmarkTTFTError(b *testing.B) {
 				b.ReportMetric(mean(e.sock), "sock-err-mean-ms")
 				b.ReportMetric(p99(e.sock), "sock-err-p99-ms")
 				b.ReportMetric(mean(e.span), "send-span-ms")
+				b.ReportMetric(mean(e.itl), "itl-err-mean-ms")
+				b.ReportMetric(p99(e.itlAbs), "itl-abs-err-p99-ms")
 				b.ReportMetric(0, "ns/op")
 			})
 		}
@@ -72,13 +76,16 @@ func BenchmarkTTFTError(b *testing.B) {
 // intake, for the streams whose receipt the server knows. span holds,
 // per run, the time from the first request's start to the last one's:
 // how tightly the client delivered the load (a burst is meant to be 0).
+// itl holds every gap between chunks as the client timed it minus the
+// server's (the differences of its flush times), and itlAbs their sizes.
 type ttftError struct {
-	errs, in, out, intake, sock, span []float64
+	errs, in, out, intake, sock, span, itl, itlAbs []float64
 }
 
 func (e *ttftError) add(o ttftError) {
 	e.errs, e.in, e.out = append(e.errs, o.errs...), append(e.in, o.in...), append(e.out, o.out...)
 	e.intake, e.sock, e.span = append(e.intake, o.intake...), append(e.sock, o.sock...), append(e.span, o.span...)
+	e.itl, e.itlAbs = append(e.itl, o.itl...), append(e.itlAbs, o.itlAbs...)
 }
 
 // ttftErrors runs 1000 streams and returns their errors. It fails when the
@@ -125,6 +132,13 @@ func ttftErrors(b *testing.B, url string, rate float64, warm bool) ttftError {
 		if truth.IntakeMS != nil {
 			e.intake = append(e.intake, *truth.IntakeMS)
 			e.sock = append(e.sock, errMS-*truth.IntakeMS)
+		}
+		if len(r.ITL) != len(truth.ITLMS) {
+			b.Fatalf("request %s: %d gaps between chunks, the server sent %d", r.RequestID, len(r.ITL), len(truth.ITLMS))
+		}
+		for i, d := range r.ITL {
+			diff := ms(int64(d)) - truth.ITLMS[i]
+			e.itl, e.itlAbs = append(e.itl, diff), append(e.itlAbs, math.Abs(diff))
 		}
 	}
 	e.span = []float64{ms(int64(last - first))}
