@@ -218,8 +218,8 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	if warmer != nil {
 		defer warmer.Close()
 	}
-	profiler := cfg.HTTPClient
-	if profiler == nil {
+	profiler := cfg.HTTPClient // /start_profile and /stop_profile go by net/http
+	if profiler == nil && cfg.Profile {
 		profiler = client.NewHTTPClient(1)
 	}
 	first := cfg.request(samples[0], 0, "")
