@@ -224,7 +224,8 @@ const (
 // does.
 const maxChunkLine = 4 << 10
 
-// maxChunkDigits caps a chunk size's hex digits (16^10 bytes is 1 TiB).
+// maxChunkDigits caps a chunk size's significant hex digits (16^10
+// bytes is 1 TiB).
 const maxChunkDigits = 10
 
 // An h1Body reads a response body from its connection. With chunked
@@ -332,9 +333,13 @@ func (b *h1Body) frame(c byte) error {
 		}
 		switch v := unhex(c); {
 		case v >= 0:
-			if b.digits++; b.digits > maxChunkDigits {
+			// Leading zeros are valid (1*HEXDIG): only significant
+			// digits count against the cap, which keeps the size from
+			// overflowing; maxChunkLine bounds the zeros.
+			if b.left >= 1<<(4*(maxChunkDigits-1)) {
 				return fmt.Errorf("read body: malformed chunked encoding: chunk size of over %d hex digits", maxChunkDigits)
 			}
+			b.digits++
 			b.left = b.left<<4 | int64(v)
 		case b.digits > 0 && (c == ';' || c == ' ' || c == '\t'):
 			b.state = chunkExt
