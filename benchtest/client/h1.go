@@ -117,8 +117,8 @@ func requestHead(u *url.URL, h http.Header, body []byte) ([]byte, error) {
 }
 
 // validFieldName reports whether k is an HTTP token.
-func validFieldName(k string) bool {
-	if k == "" {
+func validFieldName[T string | []byte](k T) bool {
+	if len(k) == 0 {
 		return false
 	}
 	for i := range len(k) {

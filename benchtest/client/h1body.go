@@ -135,11 +135,24 @@ func parseHead(b []byte) (respHead, error) {
 	keepAlive := false
 	for len(rest) > 0 {
 		line, rest = nextLine(rest)
+		if len(line) == 0 {
+			continue // the blank line
+		}
+		// A field line is a token, a colon and the value; net/http refuses
+		// anything else too. Skipping such a line would misread the
+		// framing ("Transfer-Encoding : chunked" read as no header).
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(line) == 0 || line[0] == ' ' || line[0] == '\t' {
-			continue // the blank line, or a folded or broken line: nothing we read
+		if !ok || !validFieldName(name) {
+			return h, fmt.Errorf("read response: malformed header line %q", truncate(line, 100))
 		}
 		value = bytes.TrimSpace(value)
+		// Lines starting with a space or tab continue the value (obs-fold),
+		// which a client joins with a space (RFC 9112, section 5.2).
+		for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+			var more []byte
+			more, rest = nextLine(rest)
+			value = append(append(append([]byte(nil), value...), ' '), bytes.TrimSpace(more)...)
+		}
 		switch {
 		case bytes.EqualFold(name, []byte("Content-Type")):
 			if h.contentType == "" {
@@ -147,7 +160,7 @@ func parseHead(b []byte) (respHead, error) {
 			}
 		case bytes.EqualFold(name, []byte("Content-Length")):
 			n, err := strconv.ParseInt(string(value), 10, 64)
-			if err != nil || n < 0 || (h.length >= 0 && h.length != n) {
+			if err != nil || !digits(value) || (h.length >= 0 && h.length != n) {
 				return h, fmt.Errorf("read response: bad Content-Length %q", truncate(value, 100))
 			}
 			h.length = n
@@ -180,6 +193,17 @@ func parseHead(b []byte) (respHead, error) {
 		h.length, h.close = -1, true
 	}
 	return h, nil
+}
+
+// digits reports whether b is one or more decimal digits, as a
+// Content-Length must be (ParseInt also takes a sign).
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // nextLine splits b after its first line, dropping the line end.
