@@ -225,6 +225,7 @@ func TestH1BadAnswers(t *testing.T) {
 		{"space before the colon", sseHead + "Transfer-Encoding : chunked\r\n\r\n", "malformed header line"},
 		{"field line without a colon", sseHead + "Content-Length 12\r\n\r\n", "malformed header line"},
 		{"unsupported transfer encoding", sseHead + "Transfer-Encoding: gzip\r\n\r\n", `unsupported transfer encoding "gzip"`},
+		{"compressed and chunked", sseHead + "Transfer-Encoding: gzip, chunked\r\n\r\n" + string(chunked([]byte("\x1f\x8b\x08\x00"), 4)), `unsupported transfer encoding "gzip, chunked"`},
 		{"bad chunk size", sseHead + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"},
 		{"closed mid-head", "HTTP/1.1 200 OK\r\nContent-Ty", "in the middle of the response head"},
 		{"closed before answering", "", "server closed the connection before answering"},

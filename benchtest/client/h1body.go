@@ -165,17 +165,19 @@ func parseHead(b []byte) (respHead, error) {
 			}
 			h.length = n
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			last := value
-			if i := bytes.LastIndexByte(value, ','); i >= 0 {
-				last = bytes.TrimSpace(value[i+1:])
+			// Only chunked is decoded: a body under another coding (gzip,
+			// chunked) would reach the SSE parser still encoded.
+			chunked := false
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				switch tok = bytes.TrimSpace(tok); {
+				case !chunked && bytes.EqualFold(tok, []byte("chunked")):
+					chunked = true
+				case !chunked && bytes.EqualFold(tok, []byte("identity")):
+				default:
+					return h, fmt.Errorf("read response: unsupported transfer encoding %q", truncate(value, 100))
+				}
 			}
-			switch {
-			case bytes.EqualFold(last, []byte("chunked")):
-				h.chunked = true
-			case bytes.EqualFold(value, []byte("identity")):
-			default:
-				return h, fmt.Errorf("read response: unsupported transfer encoding %q", truncate(value, 100))
-			}
+			h.chunked = h.chunked || chunked
 		case bytes.EqualFold(name, []byte("Connection")):
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
 				tok = bytes.TrimSpace(tok)
