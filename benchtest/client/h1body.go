@@ -139,10 +139,14 @@ func parseHead(b []byte) (respHead, error) {
 			continue // the blank line
 		}
 		// A field line is a token, a colon and the value; net/http refuses
-		// anything else too. Skipping such a line would misread the
-		// framing ("Transfer-Encoding : chunked" read as no header).
+		// a line without a colon or a name of other bytes, and so does
+		// this. Spaces before the colon net/http takes; they are dropped,
+		// as RFC 9112 (section 5.1) has a proxy drop them, so that
+		// "Transfer-Encoding : chunked" frames the body as the server
+		// meant. A name with spaces inside names no field read here.
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok || !validFieldName(name) {
+		name = bytes.TrimRight(name, " ")
+		if !ok || !responseFieldName(name) {
 			return h, fmt.Errorf("read response: malformed header line %q", truncate(line, 100))
 		}
 		value = bytes.TrimSpace(value)
@@ -195,6 +199,17 @@ func parseHead(b []byte) (respHead, error) {
 		h.length, h.close = -1, true
 	}
 	return h, nil
+}
+
+// responseFieldName reports whether b is a field name as net/http reads
+// one in a response: a token, spaces allowed after its first byte.
+func responseFieldName(b []byte) bool {
+	for i, c := range b {
+		if !tokenByte(c) && (c != ' ' || i == 0) {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // digits reports whether b is one or more decimal digits, as a
