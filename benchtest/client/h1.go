@@ -118,16 +118,20 @@ func requestHead(u *url.URL, h http.Header, body []byte) ([]byte, error) {
 
 // validFieldName reports whether k is an HTTP token.
 func validFieldName(k string) bool {
-	if k == "" {
+	if len(k) == 0 {
 		return false
 	}
 	for i := range len(k) {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !tokenByte(k[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// tokenByte reports whether c may be part of an HTTP token.
+func tokenByte(c byte) bool {
+	return c > ' ' && c < 0x7f && strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) < 0
 }
 
 // validFieldValue reports whether v holds no control byte but tab.

@@ -108,7 +108,9 @@ func TestChunkedDecoding(t *testing.T) {
 		{name: "bad size", raw: "5\r\nhello\r\nzz\r\n", want: "hello", err: "bad chunk size (byte 'z')"},
 		{name: "no size", raw: "\r\nhello\r\n", err: "bad chunk size"},
 		{name: "data without CRLF", raw: "5\r\nhelloX\r\n0\r\n\r\n", want: "hello", err: "chunk data not followed by CRLF"},
+		{name: "leading zeros", raw: "0000000000000005\r\nhello\r\n00000000000000000\r\n\r\n", want: "hello"},
 		{name: "size too large", raw: "10000000000\r\n", err: "hex digits"},
+		{name: "size too large after zeros", raw: "0010000000000\r\n", err: "hex digits"},
 		{name: "extension too long", raw: "1;" + strings.Repeat("x", maxChunkLine) + "\r\n", err: "chunk-size line too long"},
 		{name: "cut short", raw: "5\r\nhel", want: "hel", err: "before the end of the chunked body"},
 		{name: "cut before the trailer", raw: "5\r\nhello\r\n", want: "hello", err: "before the end of the chunked body"},
@@ -187,6 +189,8 @@ func TestH1BodyFramings(t *testing.T) {
 		{name: "100 Continue and 103 first", answer: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + sseHead + length + string(sse), conns: 1},
 		{name: "chunked with extensions and trailers", answer: sseHead + "Transfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n" +
 			strings.TrimSuffix(strings.Replace(string(chunked(sse, 100)), "64\r\n", "64;ext=1\r\n", 1), "\r\n") + "X-T: 1\r\n\r\n", conns: 1},
+		{name: "space before the colon", answer: sseHead + "Transfer-Encoding : chunked\r\nX Y: 1\r\n\r\n" + string(chunked(sse, 100)), conns: 1},
+		{name: "server says close in a folded line", answer: sseHead + "Connection: keep-alive,\r\n close\r\n" + length + string(sse), conns: 2},
 		{name: "chunked and Content-Length both", answer: sseHead + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n" + string(chunked(sse, 500)), conns: 2},
 		{name: "unsolicited bytes after the body", answer: sseHead + length + string(sse) + "HTTP/1.1 408 Request Timeout\r\n\r\n", conns: 2},
 	}
@@ -198,6 +202,7 @@ func TestH1BodyFramings(t *testing.T) {
 			})
 			c := newClient(BackendOpenAI, srv.url)
 			c.Headers = tt.header
+			c.Timeout = 10 * time.Second // a body misframed waits for a close
 			for range 2 {
 				rec := c.Do(t.Context(), Request{Prompt: "hi", OutputLen: 16})
 				require.True(t, rec.Success, rec.Error)
@@ -218,7 +223,11 @@ func TestH1BadAnswers(t *testing.T) {
 		{"malformed status line", "HTTP/1.1 OK\r\n\r\n", "malformed status line"},
 		{"not HTTP", "SSH-2.0-OpenSSH_9.6\r\n\r\n", "malformed status line"},
 		{"bad Content-Length", sseHead + "Content-Length: 12x\r\n\r\n", `bad Content-Length "12x"`},
+		{"signed Content-Length", sseHead + "Content-Length: +12\r\n\r\n", `bad Content-Length "+12"`},
+		{"tab in a field name", sseHead + "X\tY: 1\r\n\r\n", "malformed header line"},
+		{"field line without a colon", sseHead + "Content-Length 12\r\n\r\n", "malformed header line"},
 		{"unsupported transfer encoding", sseHead + "Transfer-Encoding: gzip\r\n\r\n", `unsupported transfer encoding "gzip"`},
+		{"compressed and chunked", sseHead + "Transfer-Encoding: gzip, chunked\r\n\r\n" + string(chunked([]byte("\x1f\x8b\x08\x00"), 4)), `unsupported transfer encoding "gzip, chunked"`},
 		{"bad chunk size", sseHead + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"},
 		{"closed mid-head", "HTTP/1.1 200 OK\r\nContent-Ty", "in the middle of the response head"},
 		{"closed before answering", "", "server closed the connection before answering"},

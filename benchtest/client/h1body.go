@@ -135,11 +135,28 @@ func parseHead(b []byte) (respHead, error) {
 	keepAlive := false
 	for len(rest) > 0 {
 		line, rest = nextLine(rest)
+		if len(line) == 0 {
+			continue // the blank line
+		}
+		// A field line is a token, a colon and the value; net/http refuses
+		// a line without a colon or a name of other bytes, and so does
+		// this. Spaces before the colon net/http takes; they are dropped,
+		// as RFC 9112 (section 5.1) has a proxy drop them, so that
+		// "Transfer-Encoding : chunked" frames the body as the server
+		// meant. A name with spaces inside names no field read here.
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(line) == 0 || line[0] == ' ' || line[0] == '\t' {
-			continue // the blank line, or a folded or broken line: nothing we read
+		name = bytes.TrimRight(name, " ")
+		if !ok || !responseFieldName(name) {
+			return h, fmt.Errorf("read response: malformed header line %q", truncate(line, 100))
 		}
 		value = bytes.TrimSpace(value)
+		// Lines starting with a space or tab continue the value (obs-fold),
+		// which a client joins with a space (RFC 9112, section 5.2).
+		for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+			var more []byte
+			more, rest = nextLine(rest)
+			value = append(append(append([]byte(nil), value...), ' '), bytes.TrimSpace(more)...)
+		}
 		switch {
 		case bytes.EqualFold(name, []byte("Content-Type")):
 			if h.contentType == "" {
@@ -147,22 +164,24 @@ func parseHead(b []byte) (respHead, error) {
 			}
 		case bytes.EqualFold(name, []byte("Content-Length")):
 			n, err := strconv.ParseInt(string(value), 10, 64)
-			if err != nil || n < 0 || (h.length >= 0 && h.length != n) {
+			if err != nil || !digits(value) || (h.length >= 0 && h.length != n) {
 				return h, fmt.Errorf("read response: bad Content-Length %q", truncate(value, 100))
 			}
 			h.length = n
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			last := value
-			if i := bytes.LastIndexByte(value, ','); i >= 0 {
-				last = bytes.TrimSpace(value[i+1:])
+			// Only chunked is decoded: a body under another coding (gzip,
+			// chunked) would reach the SSE parser still encoded.
+			chunked := false
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				switch tok = bytes.TrimSpace(tok); {
+				case !chunked && bytes.EqualFold(tok, []byte("chunked")):
+					chunked = true
+				case !chunked && bytes.EqualFold(tok, []byte("identity")):
+				default:
+					return h, fmt.Errorf("read response: unsupported transfer encoding %q", truncate(value, 100))
+				}
 			}
-			switch {
-			case bytes.EqualFold(last, []byte("chunked")):
-				h.chunked = true
-			case bytes.EqualFold(value, []byte("identity")):
-			default:
-				return h, fmt.Errorf("read response: unsupported transfer encoding %q", truncate(value, 100))
-			}
+			h.chunked = h.chunked || chunked
 		case bytes.EqualFold(name, []byte("Connection")):
 			for tok := range bytes.SplitSeq(value, []byte(",")) {
 				tok = bytes.TrimSpace(tok)
@@ -180,6 +199,28 @@ func parseHead(b []byte) (respHead, error) {
 		h.length, h.close = -1, true
 	}
 	return h, nil
+}
+
+// responseFieldName reports whether b is a field name as net/http reads
+// one in a response: a token, spaces allowed after its first byte.
+func responseFieldName(b []byte) bool {
+	for i, c := range b {
+		if !tokenByte(c) && (c != ' ' || i == 0) {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// digits reports whether b is one or more decimal digits, as a
+// Content-Length must be (ParseInt also takes a sign).
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // nextLine splits b after its first line, dropping the line end.
@@ -224,7 +265,8 @@ const (
 // does.
 const maxChunkLine = 4 << 10
 
-// maxChunkDigits caps a chunk size's hex digits (16^10 bytes is 1 TiB).
+// maxChunkDigits caps a chunk size's significant hex digits (16^10
+// bytes is 1 TiB).
 const maxChunkDigits = 10
 
 // An h1Body reads a response body from its connection. With chunked
@@ -332,9 +374,13 @@ func (b *h1Body) frame(c byte) error {
 		}
 		switch v := unhex(c); {
 		case v >= 0:
-			if b.digits++; b.digits > maxChunkDigits {
+			// Leading zeros are valid (1*HEXDIG): only significant
+			// digits count against the cap, which keeps the size from
+			// overflowing; maxChunkLine bounds the zeros.
+			if b.left >= 1<<(4*(maxChunkDigits-1)) {
 				return fmt.Errorf("read body: malformed chunked encoding: chunk size of over %d hex digits", maxChunkDigits)
 			}
+			b.digits++
 			b.left = b.left<<4 | int64(v)
 		case b.digits > 0 && (c == ';' || c == ' ' || c == '\t'):
 			b.state = chunkExt
