@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -34,8 +32,7 @@ type h1Transport struct {
 	warmer  *Warmer
 	dialer  net.Dialer
 
-	mu   sync.Mutex
-	idle map[string][]net.Conn // by addr; the newest last
+	idle connPool[net.Conn]
 
 	// late, when set (by tests), runs before the request is written and
 	// after its head was read: a client whose goroutine runs late.
@@ -57,7 +54,6 @@ func newH1Transport(u *url.URL, w *Warmer, maxIdle int) *h1Transport {
 		maxIdle: cmp.Or(max(maxIdle, 0), 4096),
 		warmer:  w,
 		dialer:  net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		idle:    map[string][]net.Conn{},
 	}
 }
 
@@ -163,21 +159,8 @@ func closesConnection(h http.Header) bool {
 // before.
 func (t *h1Transport) get(ctx context.Context, deadline time.Time, fresh bool) (c net.Conn, reused bool, err error) {
 	if !fresh {
-		for {
-			t.mu.Lock()
-			conns := t.idle[t.addr]
-			if len(conns) == 0 {
-				t.mu.Unlock()
-				break
-			}
-			c = conns[len(conns)-1]
-			conns[len(conns)-1] = nil
-			t.idle[t.addr] = conns[:len(conns)-1]
-			t.mu.Unlock()
-			if open(c) {
-				return c, true, nil
-			}
-			c.Close()
+		if c, ok := t.idle.pop(); ok {
+			return c, true, nil
 		}
 		if t.warmer != nil {
 			if c := t.warmer.take(t.addr); c != nil {
@@ -217,44 +200,15 @@ func (t *h1Transport) dial(ctx context.Context, deadline time.Time) (net.Conn, e
 	return r.conn, r.err
 }
 
-// open reports whether an idle connection is still open (see alive).
-func open(c net.Conn) bool {
-	if s, ok := c.(*stampedConn); ok {
-		c = s.Conn
-	}
-	return alive(c)
-}
-
 // put keeps c for a later request, or closes it when the pool is full.
 func (t *h1Transport) put(c net.Conn) {
-	t.mu.Lock()
-	conns := t.idle[t.addr]
-	if len(conns) < t.maxIdle {
-		t.idle[t.addr] = append(conns, c)
-		c = nil
-	}
-	t.mu.Unlock()
-	if c != nil {
+	if !t.idle.put(c, t.maxIdle) {
 		c.Close()
 	}
 }
 
 // closeIdle closes the idle connections.
-func (t *h1Transport) closeIdle() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	closeAll(t.idle)
-}
-
-// closeAll closes the connections of m and forgets them.
-func closeAll[C io.Closer](m map[string][]C) {
-	for addr, conns := range m {
-		for _, c := range conns {
-			c.Close()
-		}
-		delete(m, addr)
-	}
-}
+func (t *h1Transport) closeIdle() { t.idle.closeAll() }
 
 // An h1Exchange is one request on one connection, from its write to the
 // end of its response.

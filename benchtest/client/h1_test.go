@@ -258,8 +258,8 @@ func TestH1IdleConnectionClosedByServer(t *testing.T) {
 	c := newClient(BackendOpenAI, srv.url)
 	rec := c.Do(t.Context(), Request{Prompt: "hi", OutputLen: 16})
 	require.True(t, rec.Success, rec.Error)
-	require.Len(t, c.h1.idle[c.h1.addr], 1, "the connection was pooled")
-	pooled := c.h1.idle[c.h1.addr][0]
+	require.Len(t, c.h1.idle.conns, 1, "the connection was pooled")
+	pooled := c.h1.idle.conns[0]
 	require.Eventually(t, func() bool { return !open(pooled) }, 5*time.Second, time.Millisecond, "the server's close arrives")
 	rec = c.Do(t.Context(), Request{Prompt: "hi", OutputLen: 16})
 	require.True(t, rec.Success, rec.Error)
@@ -374,7 +374,7 @@ func TestH1CancelAndTimeout(t *testing.T) {
 				assert.Positive(t, rec.TTFT)
 			}
 			<-gone
-			assert.Empty(t, c.h1.idle[c.h1.addr], "the connection was closed, not pooled")
+			assert.Empty(t, c.h1.idle.conns, "the connection was closed, not pooled")
 		})
 	}
 }
@@ -444,7 +444,7 @@ func TestH1WarmerFeedsThePool(t *testing.T) {
 	}
 	assert.Equal(t, int32(16), s.requests.Load())
 	assert.Equal(t, int32(8), s.accepted.Load(), "the requests dialled no connection of their own")
-	assert.Len(t, c.h1.idle[c.h1.addr], 8)
+	assert.Len(t, c.h1.idle.conns, 8)
 }
 
 // TestH1Fallback: https, credentials in the URL or a caller's own client

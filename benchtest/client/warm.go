@@ -38,12 +38,12 @@ const MaxWarmConnections = 4096
 type Warmer struct {
 	dialer net.Dialer
 	mu     sync.Mutex
-	idle   map[string][]*stampedConn // by dial address
+	idle   map[string]*connPool[*stampedConn] // by dial address
 }
 
 // NewWarmer returns a Warmer holding no connections yet.
 func NewWarmer() *Warmer {
-	return &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string][]*stampedConn{}}
+	return &Warmer{dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, idle: map[string]*connPool[*stampedConn]{}}
 }
 
 // NewWarmHTTPClient is NewHTTPClient with a Warmer behind its dials.
@@ -69,21 +69,26 @@ func (w *Warmer) DialContext(ctx context.Context, network, addr string) (net.Con
 
 // take returns a warm connection to addr that is still open, or nil.
 func (w *Warmer) take(addr string) *stampedConn {
-	for {
-		w.mu.Lock()
-		conns := w.idle[addr]
-		if len(conns) == 0 {
-			w.mu.Unlock()
-			return nil
-		}
-		c := conns[len(conns)-1]
-		w.idle[addr] = conns[:len(conns)-1]
-		w.mu.Unlock()
-		if alive(c.Conn) {
-			return c
-		}
-		c.Close()
+	w.mu.Lock()
+	p := w.idle[addr]
+	w.mu.Unlock()
+	if p == nil {
+		return nil
 	}
+	c, _ := p.pop()
+	return c
+}
+
+// pool is the pool of addr's warm connections.
+func (w *Warmer) pool(addr string) *connPool[*stampedConn] {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.idle[addr]
+	if p == nil {
+		p = new(connPool[*stampedConn])
+		w.idle[addr] = p
+	}
+	return p
 }
 
 // Warm dials n connections to baseURL's host, 64 at a time, and keeps
@@ -128,9 +133,7 @@ func (w *Warmer) Warm(ctx context.Context, baseURL string, n int) (int, error) {
 		}()
 	}
 	wg.Wait()
-	w.mu.Lock()
-	w.idle[addr] = append(w.idle[addr], got...)
-	w.mu.Unlock()
+	w.pool(addr).add(got)
 	if first != nil {
 		return len(got), fmt.Errorf("warm connections to %s: %w", addr, first)
 	}
@@ -169,5 +172,7 @@ func probe(ctx context.Context, c net.Conn, host string) error {
 func (w *Warmer) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	closeAll(w.idle)
+	for _, p := range w.idle {
+		p.closeAll()
+	}
 }
