@@ -475,13 +475,7 @@ func (c *Client) doHTTP(ctx context.Context, p *Prepared, rec *metrics.Record, b
 		return
 	}
 	defer resp.Body.Close()
-	now := c.now
-	if conn != nil {
-		if sent, ok := since(conn.sent.Load(), c.Epoch); ok && sent >= rec.Start {
-			rec.Start = sent
-			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
-		}
-	}
+	now := c.clock(conn, rec)
 	c.read(ctx, rctx, &answer{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, bufs, rec, p.outCap, now)
 }
 
@@ -499,15 +493,23 @@ func (c *Client) doH1(ctx context.Context, p *Prepared, rec *metrics.Record, buf
 		return
 	}
 	defer x.finish()
-	now := c.now
-	if conn := x.stamped; conn != nil {
-		if sent, ok := since(conn.sent.Load(), c.Epoch); ok && sent >= rec.Start {
-			rec.Start = sent
-			now = func() time.Duration { return conn.at(c.Epoch, c.now) }
-		}
-	}
+	now := c.clock(x.stamped, rec)
 	a := &answer{status: x.head.status, contentType: x.head.contentType, body: &x.body, buffered: buf[:n]}
 	c.read(ctx, ctx, a, bufs, rec, p.outCap, now)
+}
+
+// clock returns the clock of a request's answer: over a stamped
+// connection (conn not nil) that carried the request, the instants the
+// connection noted, and the request's start moved to its first write;
+// otherwise c.now.
+func (c *Client) clock(conn *stampedConn, rec *metrics.Record) func() time.Duration {
+	if conn != nil {
+		if sent, ok := since(conn.sent.Load(), c.Epoch); ok && sent >= rec.Start {
+			rec.Start = sent
+			return func() time.Duration { return conn.at(c.Epoch, c.now) }
+		}
+	}
+	return c.now
 }
 
 // An answer is a response as both transports give it.
