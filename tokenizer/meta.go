@@ -94,7 +94,7 @@ func (m fileMeta) vocabSize() (n int, ok bool) {
 	}
 	s := jsonscan.New(m.vocab, nil)
 	err := s.Object(func(key []byte) error {
-		if seen, in := added[string(key)]; in && !seen {
+		if _, in := added[string(key)]; in {
 			added[string(key)] = true
 		}
 		return s.Skip()
