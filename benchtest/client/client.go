@@ -201,6 +201,10 @@ func intValue(v any) (int, bool) {
 	return 0, false
 }
 
+// DefaultSessionHeader is the header that carries a session's id when
+// Client.SessionHeader is empty.
+const DefaultSessionHeader = "x-session-id"
+
 // A Client sends requests of one backend to one URL. Its zero value is not
 // usable: set Backend, URL and Model. A Client is safe for concurrent use.
 type Client struct {
@@ -243,6 +247,9 @@ type Client struct {
 	ExtraBody map[string]any
 	// Headers are added to every request; x-request-id overrides them.
 	Headers map[string]string
+	// SessionHeader names the header that carries a request's SessionID;
+	// empty means DefaultSessionHeader.
+	SessionHeader string
 	// APIKey is sent as a bearer token; empty uses $OPENAI_API_KEY, and no
 	// Authorization header is sent when both are empty.
 	APIKey string
@@ -302,6 +309,26 @@ type Request struct {
 	RequestID string
 	// Model, when set, overrides the model name sent (a LoRA module).
 	Model string
+	// Messages, when set, is the whole conversation, sent instead of
+	// Prompt as "messages" (chat) or "input" (responses).
+	Messages []Message
+	// Tools, when set, is sent as the request's "tools": a JSON array of
+	// tool definitions in OpenAI's chat format.
+	Tools json.RawMessage
+	// SessionID, when set, is sent in the client's SessionHeader.
+	SessionID string
+}
+
+// A Message is one message of a conversation.
+type Message struct {
+	// Role is system, user, assistant or tool.
+	Role string
+	// Content is the message's text.
+	Content string
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []metrics.ToolCall
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string
 }
 
 // writeBufferBytes is the size of the write buffer the HTTP transport

@@ -77,6 +77,43 @@ type Record struct {
 	Error string
 	// HTTPStatus is the response status code, 0 when none arrived.
 	HTTPStatus int
+
+	// FirstContent is from Start to the first chunk that carried answer
+	// content (not reasoning, not a tool call); 0 when none came. TTFT
+	// keeps vLLM's meaning: the first output of any kind.
+	FirstContent time.Duration
+	// FirstReasoning is from Start to the first chunk that carried
+	// reasoning; 0 when none came.
+	FirstReasoning time.Duration
+	// ReasoningTokens and ContentTokens split OutputTokens: from usage
+	// where the server reported the split, else counted from the chunks.
+	ReasoningTokens, ContentTokens int
+	// ToolCalls are the function calls the server streamed, assembled
+	// from their deltas, in index order.
+	ToolCalls []ToolCall
+	// FinishReason is the last finish_reason (or the Responses API's
+	// status) the server sent; empty when it sent none.
+	FinishReason string
+
+	// SessionID is the session the request belongs to; empty outside
+	// sessions.
+	SessionID string
+	// Turn is the 0-based index of the user turn within its session.
+	Turn int
+	// ToolRound is 0 for a user turn's first request and k for the k-th
+	// request of that turn that carries tool results.
+	ToolRound int
+}
+
+// A ToolCall is one function call a server streamed, assembled from its
+// deltas.
+type ToolCall struct {
+	// ID is the call's id (tool_calls[].id, or the Responses API's call_id).
+	ID string
+	// Name is the function's name.
+	Name string
+	// Arguments is the assembled JSON text of the arguments.
+	Arguments string
 }
 
 // InputLen is the prompt length vLLM reports for the request in its
