@@ -1,0 +1,53 @@
+// Package conversation produces the scripts of multi-turn sessions: the
+// user turns of each conversation, from a synthetic generator (the knobs
+// of vLLM's benchmarks/multi_turn generator), a conversations file in
+// vLLM's multi-turn input format (ShareGPT converted as vLLM's
+// convert_sharegpt_to_openai.py does), or a Mooncake-style trace.
+//
+// A Conversation holds only what the client sends of its own; the
+// assistant's answers come from the server at run time (the session
+// driver appends them to the history).
+package conversation
+
+import "time"
+
+// A Conversation is the script of one session.
+type Conversation struct {
+	// ID names the conversation (the file's id, or generated).
+	ID string
+	// At, when HasAt, is the offset from the run's start at which the
+	// session begins (a trace's timestamp); otherwise the arrival
+	// process decides.
+	At    time.Duration
+	HasAt bool
+	// System, when not empty, is sent first as a system message.
+	System string
+	// Turns are the user turns, in order.
+	Turns []Turn
+}
+
+// A Turn is one user turn of a conversation.
+type Turn struct {
+	// User is the user message's text.
+	User string
+	// UserTokens is its length in tokens, as the tokenizer counts it.
+	UserTokens int
+	// MaxTokens is the number of output tokens asked for the reply.
+	MaxTokens int
+}
+
+// A Distribution draws numbers: "constant" (Value), "uniform" (Min, Max),
+// "zipf" (Alpha, Max), "poisson" (Alpha, Max) or "lognormal" (Mean,
+// Sigma, Max, or Average with Median), as vLLM's multi-turn generator
+// names them in generate_multi_turn.json.
+type Distribution struct {
+	Distribution string  `json:"distribution" yaml:"distribution"`
+	Value        float64 `json:"value,omitempty" yaml:"value,omitempty"`
+	Min          float64 `json:"min,omitempty" yaml:"min,omitempty"`
+	Max          float64 `json:"max,omitempty" yaml:"max,omitempty"`
+	Alpha        float64 `json:"alpha,omitempty" yaml:"alpha,omitempty"`
+	Mean         float64 `json:"mean,omitempty" yaml:"mean,omitempty"`
+	Sigma        float64 `json:"sigma,omitempty" yaml:"sigma,omitempty"`
+	Average      float64 `json:"average,omitempty" yaml:"average,omitempty"`
+	Median       float64 `json:"median,omitempty" yaml:"median,omitempty"`
+}
