@@ -154,8 +154,10 @@ func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 			id: j.rid, prompt: j.prompt, promptLen: len(j.prompt), maxTokens: c.maxTokens, stopAt: c.stopAt,
 			gen: s.vocab.stream(c.seed), arrival: arrival, notify: notify,
 		}
+		kids[i].reasoning = c.reasoning
 		if c.tool != nil {
 			kids[i].gen.script, kids[i].gen.at = c.tool.script, c.reasoning
+			kids[i].toolCall = true
 		}
 	}
 	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})

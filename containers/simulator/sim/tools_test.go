@@ -286,3 +286,76 @@ func TestHistoryMessagesRender(t *testing.T) {
 		})
 	}
 }
+
+func TestReasoningStream(t *testing.T) {
+	p := toolParams()
+	p.ReasoningShare = 0.25
+	srv, url := start(t, Config{Params: &p})
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		extra map[string]any
+		call  bool
+	}{
+		{"content", nil, false},
+		{"tool call", map[string]any{"tools": weatherTools}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := "reason-" + strings.ReplaceAll(c.name, " ", "-")
+			a := readChat(t, post(ctx, url+"/v1/chat/completions", chatReq([]any{user("think first")}, c.extra),
+				map[string]string{"X-Request-Id": id}))
+			tr, ok := srv.Truth(id)
+			require.True(t, ok)
+			// A quarter of the 64 tokens (content) or of the drawn length
+			// (tool call) is reasoning, streamed first, in whole words.
+			assert.Equal(t, 16, tr.ReasoningTokens)
+			assert.Len(t, strings.Fields(a.reasoning), 16)
+			require.NotEmpty(t, a.order)
+			assert.Equal(t, "reasoning", a.order[0])
+			seenAnswer := false
+			for _, k := range a.order {
+				if k != "reasoning" {
+					seenAnswer = true
+				} else {
+					assert.False(t, seenAnswer, "reasoning after the answer: %v", a.order)
+				}
+			}
+			if c.call {
+				require.Len(t, a.calls, 1)
+				assert.Equal(t, 1, tr.ToolCalls)
+				assert.Equal(t, "tool_calls", a.finish)
+				assert.True(t, json.Valid([]byte(a.calls[0].Function.Arguments)))
+				return
+			}
+			assert.Len(t, strings.Fields(a.content), 48)
+			assert.Equal(t, 64, a.completionTokens, "usage counts reasoning and content")
+		})
+	}
+}
+
+func TestReasoningNotStreamed(t *testing.T) {
+	p := testParams()
+	p.ReasoningShare = 0.5
+	_, url := start(t, Config{Params: &p})
+	r := post(context.Background(), url+"/v1/chat/completions",
+		map[string]any{"messages": []any{user("x")}, "max_tokens": 10, "ignore_eos": true}, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				Reasoning        string `json:"reasoning"`
+				ReasoningContent string `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage map[string]any `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &resp))
+	m := resp.Choices[0].Message
+	assert.Len(t, strings.Fields(m.Reasoning), 5)
+	assert.Equal(t, m.Reasoning, m.ReasoningContent)
+	assert.Len(t, strings.Fields(m.Content), 5)
+	// vLLM 0.13's UsageInfo has no completion_tokens_details: reasoning
+	// tokens are not in chat usage.
+	assert.NotContains(t, resp.Usage, "completion_tokens_details")
+}
