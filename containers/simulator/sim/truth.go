@@ -239,7 +239,7 @@ func (s *Server) Truth(id string) (Truth, bool) {
 	if t, ok := s.truth.get(id); ok {
 		return t, true
 	}
-	for _, p := range []string{"cmpl-", "chatcmpl-", "embd-", "rerank-"} {
+	for _, p := range []string{"cmpl-", "chatcmpl-", "embd-", "rerank-", "resp_"} {
 		if rest, ok := strings.CutPrefix(id, p); ok {
 			return s.truth.get(rest)
 		}
