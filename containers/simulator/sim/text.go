@@ -96,13 +96,24 @@ func (v *vocab) text(ids []int) string {
 type tokenStream struct {
 	v   *vocab
 	rng *rand.Rand
+	// script, when set, is given out in order from the at-th token on (a
+	// tool call after the reasoning); n counts the tokens given out.
+	script []int
+	at, n  int
 }
 
 func (v *vocab) stream(seed uint64) *tokenStream {
 	return &tokenStream{v: v, rng: rand.New(rand.NewPCG(seed, 0x70c3e5))}
 }
 
-func (t *tokenStream) next() int { return t.v.ids[t.rng.IntN(len(t.v.ids))] }
+func (t *tokenStream) next() int {
+	i := t.n - t.at
+	t.n++
+	if t.script != nil && i >= 0 && i < len(t.script) {
+		return t.script[i]
+	}
+	return t.v.ids[t.rng.IntN(len(t.v.ids))]
+}
 
 // seedOf mixes the server seed with a request's own seed or id.
 func seedOf(serverSeed int64, key string) uint64 {

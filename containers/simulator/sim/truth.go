@@ -53,6 +53,12 @@ type Truth struct {
 	OutputTokens int `json:"output_tokens"`
 	// CachedTokens is the prompt prefix served by the prefix cache.
 	CachedTokens int `json:"cached_tokens"`
+	// ReasoningTokens counts the output tokens streamed as reasoning
+	// (reasoning_share); absent when none.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// ToolCalls counts the choices answered with a tool call; absent when
+	// none.
+	ToolCalls int `json:"tool_calls,omitempty"`
 	// Preemptions counts the times the request was preempted.
 	Preemptions int `json:"preemptions"`
 	// FinishReason is "length", "stop", "abort" or "" while running.
@@ -137,6 +143,7 @@ func (t *truthStore) get(id string) (Truth, bool) {
 	if len(r.more) > 0 {
 		out.N = 1 + len(r.more)
 	}
+	out.ReasoningTokens, out.ToolCalls = r.answerKinds()
 	if !r.received.IsZero() {
 		intake := ms(max(0, r.wall.Sub(r.received)))
 		out.IntakeMS = &intake
@@ -158,6 +165,20 @@ func (t *truthStore) get(id string) (Truth, bool) {
 		}
 	}
 	return out, true
+}
+
+// answerKinds counts the reasoning tokens generated so far and the
+// choices that answer with a tool call.
+func (r *seqRecord) answerKinds() (reasoning, toolCalls int) {
+	for _, s := range append([]*seq{r.s}, r.more...) {
+		s.mu.Lock()
+		reasoning += min(s.reasoning, len(s.truth.TokenTimes))
+		s.mu.Unlock()
+		if s.toolCall {
+			toolCalls++
+		}
+	}
+	return reasoning, toolCalls
 }
 
 // snapshot copies the record's ground truth and finish reason ("" while
@@ -218,7 +239,7 @@ func (s *Server) Truth(id string) (Truth, bool) {
 	if t, ok := s.truth.get(id); ok {
 		return t, true
 	}
-	for _, p := range []string{"cmpl-", "chatcmpl-", "embd-", "rerank-"} {
+	for _, p := range []string{"cmpl-", "chatcmpl-", "embd-", "rerank-", "resp_"} {
 		if rest, ok := strings.CutPrefix(id, p); ok {
 			return s.truth.get(rest)
 		}
