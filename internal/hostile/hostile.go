@@ -171,9 +171,11 @@ func Cases() []Case {
 			},
 		},
 		{
-			// vLLM takes usage over the chunk count, and so does servegate.
+			// vLLM takes usage over the chunk count; servegate counts a
+			// usage that says fewer tokens than the chunks carried as a
+			// failure of its own (issue 26): every chunk holds a token.
 			Name:    "usage-below-chunks",
-			Want:    Want{Success: true, OutputTokens: 2, Chunks: 6, Text: text},
+			Want:    Want{Failure: metrics.FailureUsageMismatch, ErrorContains: "usage reports 2 completion tokens but the stream carried 6 output chunks", OutputTokens: -1, Chunks: 6},
 			handler: writeSSE(Stream(words, 2), 0),
 		},
 		{
@@ -206,7 +208,7 @@ func GiantLine(size, lines int) Case {
 					return
 				}
 			}
-			_, _ = w.Write(Stream(nil, 0))
+			_, _ = w.Write(Stream(nil, lines))
 		},
 	}
 }
