@@ -130,11 +130,11 @@ type Record struct {
 // deltas.
 type ToolCall struct {
 	// ID is the call's id (tool_calls[].id, or the Responses API's call_id).
-	ID string
+	ID string `json:"id"`
 	// Name is the function's name.
-	Name string
+	Name string `json:"name"`
 	// Arguments is the assembled JSON text of the arguments.
-	Arguments string
+	Arguments string `json:"arguments"`
 }
 
 // InputLen is the prompt length vLLM reports for the request in its
