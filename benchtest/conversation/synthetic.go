@@ -133,7 +133,7 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 	if err != nil {
 		return nil, err
 	}
-	r := rand.New(rand.NewPCG(uint64(seed), 0x73796e7468)) // "synth"
+	r := NewRand(uint64(seed), 0)
 	in, out := s.PromptInput, s.PromptOutput
 	n := s.NumConversations
 	baseTokens := tok.Count(basePrompt)
