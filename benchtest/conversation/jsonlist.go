@@ -36,9 +36,9 @@ func openJSONList(path, what string) (*jsonList, error) {
 		f.Close()
 		return nil, err
 	}
-	if st.Size() > MaxFileBytes {
+	if st.Size() > fileLimit {
 		f.Close()
-		return nil, fileErr(path, 0, "%d bytes is over the maximum %d", st.Size(), MaxFileBytes)
+		return nil, fileErr(path, 0, "%d bytes is over the maximum %d", st.Size(), fileLimit)
 	}
 	l := &jsonList{path: path, f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), size: st.Size()}
 	if t, err := l.dec.Token(); err != nil || t != json.Delim('[') {

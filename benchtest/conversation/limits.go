@@ -36,3 +36,10 @@ const (
 	// a ShareGPT source, in characters.
 	MaxContentLen = 1 << 30
 )
+
+// fileLimit and lineLimit are MaxFileBytes and MaxLineBytes as the code
+// reads them, so that tests can lower them.
+var (
+	fileLimit int64 = MaxFileBytes
+	lineLimit       = MaxLineBytes
+)

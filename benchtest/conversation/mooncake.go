@@ -185,7 +185,7 @@ func scanTrace(ctx context.Context, path string, block int) ([]traceLine, error)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	sc.Buffer(make([]byte, 0, min(64<<10, lineLimit)), lineLimit)
 	var out []traceLine
 	var first, prev float64
 	prevLine, total, n := 0, 0, 0
@@ -248,7 +248,7 @@ func scanTrace(ctx context.Context, path string, block int) ([]traceLine, error)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fileErr(path, n+1, "longer than %d bytes", MaxLineBytes)
+			return nil, fileErr(path, n+1, "longer than %d bytes", lineLimit)
 		}
 		return nil, fmt.Errorf("read trace: %w", err)
 	}

@@ -43,7 +43,7 @@ type Source struct {
 	// (sharegpt), the trace (mooncake), or for synthetic a vLLM generator
 	// configuration (generate_multi_turn.json) used instead of the inline
 	// keys below.
-	Path string `yaml:"path,omitempty"`
+	Path string `yaml:"path"`
 
 	// Synthetic holds the generator's keys inline, as vLLM's
 	// generate_multi_turn.json spells them (synthetic).
@@ -51,27 +51,27 @@ type Source struct {
 
 	// MaxItems keeps at most this many converted conversations, sampled
 	// as vLLM's --max-items does (sharegpt; 0: all).
-	MaxItems int `yaml:"max_items,omitempty"`
+	MaxItems int `yaml:"max_items"`
 	// MinTurns drops conversations with fewer messages, counted before
 	// conversion (sharegpt; 0: no minimum).
-	MinTurns int `yaml:"min_turns,omitempty"`
+	MinTurns int `yaml:"min_turns"`
 	// MaxTurns keeps at most this many messages of each conversation,
 	// counted before conversion (sharegpt; 0: all).
-	MaxTurns int `yaml:"max_turns,omitempty"`
+	MaxTurns int `yaml:"max_turns"`
 	// MinContentLen and MaxContentLen drop conversations with a message
 	// shorter or longer than this many characters (sharegpt; 0: no
 	// bound).
-	MinContentLen int `yaml:"min_content_len,omitempty"`
-	MaxContentLen int `yaml:"max_content_len,omitempty"`
+	MinContentLen int `yaml:"min_content_len"`
+	MaxContentLen int `yaml:"max_content_len"`
 	// KeepASCII keeps conversations whose messages are plain ASCII.
 	// vLLM's conversion keeps only conversations in which every message
 	// has a non-ASCII character (its content_is_valid returns
 	// has_non_english_chars); that is the default here too (sharegpt).
-	KeepASCII bool `yaml:"keep_ascii,omitempty"`
+	KeepASCII bool `yaml:"keep_ascii"`
 
 	// BlockSize is the number of tokens one hash id stands for (mooncake;
 	// 0: DefaultBlockSize).
-	BlockSize int `yaml:"block_size,omitempty"`
+	BlockSize int `yaml:"block_size"`
 }
 
 // keysOf names the keys each kind takes besides kind and path.
