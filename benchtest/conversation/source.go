@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servegate/servegate/internal/limit"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -107,6 +108,23 @@ func (s Source) setKeys() []string {
 	return keys
 }
 
+// Limits checks the source's whole-number keys against their maxima
+// (names relative to the source, as in FieldError), for the scenario file's
+// limits table; Validate checks them too. Distribution parameters are
+// bounded by MaxParam, MaxZipfAlpha and MaxSigma.
+func (s Source) Limits() []limit.Check {
+	return []limit.Check{
+		limit.Int("num_conversations", s.NumConversations, MaxConversations),
+		limit.Int("text_files", len(s.TextFiles), MaxTextFiles),
+		limit.Int("max_items", s.MaxItems, MaxConversations),
+		limit.Int("min_turns", s.MinTurns, MaxMessages),
+		limit.Int("max_turns", s.MaxTurns, MaxMessages),
+		limit.Int("min_content_len", s.MinContentLen, MaxContentLen),
+		limit.Int("max_content_len", s.MaxContentLen, MaxContentLen),
+		limit.Int("block_size", s.BlockSize, MaxBlockSize),
+	}
+}
+
 // Validate checks the source's keys without reading any file. Its errors
 // are *FieldError values whose Field is the key's path below the source.
 func (s Source) Validate() error {
@@ -122,6 +140,9 @@ func (s Source) Validate() error {
 			return fieldErr(key, "not a key of a %s source (it takes %s)", s.Kind, strings.Join(append([]string{"path"}, allowed...), ", "))
 		}
 	}
+	if c, over := limit.FirstOver(s.Limits()); over {
+		return fieldErr(c.Name, "%s is over the maximum %s", c.Value, c.Max)
+	}
 	switch s.Kind {
 	case KindSynthetic:
 		if s.Path != "" {
@@ -136,20 +157,12 @@ func (s Source) Validate() error {
 			return fieldErr("path", "missing: a %s source reads a file", s.Kind)
 		}
 	}
-	nonNeg := []struct {
-		key      string
-		v, limit int
-	}{
-		{"max_items", s.MaxItems, MaxConversations},
-		{"min_turns", s.MinTurns, MaxMessages},
-		{"max_turns", s.MaxTurns, MaxMessages},
-		{"min_content_len", s.MinContentLen, MaxContentLen},
-		{"max_content_len", s.MaxContentLen, MaxContentLen},
-		{"block_size", s.BlockSize, MaxBlockSize},
-	}
-	for _, k := range nonNeg {
-		if k.v < 0 || k.v > k.limit {
-			return fieldErr(k.key, "%d: want 0 to %d", k.v, k.limit)
+	for _, k := range []struct {
+		key string
+		v   int
+	}{{"max_items", s.MaxItems}, {"min_turns", s.MinTurns}, {"max_turns", s.MaxTurns}, {"min_content_len", s.MinContentLen}, {"max_content_len", s.MaxContentLen}, {"block_size", s.BlockSize}} {
+		if k.v < 0 {
+			return fieldErr(k.key, "%d must not be negative", k.v)
 		}
 	}
 	if s.MinTurns > 0 && s.MaxTurns > 0 && s.MinTurns > s.MaxTurns {

@@ -73,8 +73,11 @@ func (s Synthetic) validate(at string) error {
 	if s.Filetype != "" && s.Filetype != GenerateFiletype {
 		return fieldErr(at+"filetype", "%q: want %q", s.Filetype, GenerateFiletype)
 	}
-	if s.NumConversations < 1 || s.NumConversations > MaxConversations {
-		return fieldErr(at+"num_conversations", "%d: want 1 to %d", s.NumConversations, MaxConversations)
+	if s.NumConversations < 1 {
+		return fieldErr(at+"num_conversations", "%d: want at least 1", s.NumConversations)
+	}
+	if s.NumConversations > MaxConversations {
+		return fieldErr(at+"num_conversations", "%d is over the maximum %d", s.NumConversations, MaxConversations)
 	}
 	if len(s.TextFiles) > MaxTextFiles {
 		return fieldErr(at+"text_files", "%d files is over the maximum %d", len(s.TextFiles), MaxTextFiles)
