@@ -37,9 +37,10 @@ const (
 	MaxContentLen = 1 << 30
 )
 
-// fileLimit and lineLimit are MaxFileBytes and MaxLineBytes as the code
-// reads them, so that tests can lower them.
+// fileLimit, lineLimit and totalLimit are MaxFileBytes, MaxLineBytes and
+// MaxTotalTokens as the code reads them, so that tests can lower them.
 var (
-	fileLimit int64 = MaxFileBytes
-	lineLimit       = MaxLineBytes
+	fileLimit  int64 = MaxFileBytes
+	lineLimit        = MaxLineBytes
+	totalLimit       = MaxTotalTokens
 )

@@ -14,8 +14,8 @@ import (
 // The limits are lowered for the test; the real ones are MaxFileBytes and
 // MaxLineBytes.
 func TestSizeLimits(t *testing.T) {
-	defer func(f int64, l int) { fileLimit, lineLimit = f, l }(fileLimit, lineLimit)
-	fileLimit, lineLimit = 1000, 200
+	defer func(f int64, l, tot int) { fileLimit, lineLimit, totalLimit = f, l, tot }(fileLimit, lineLimit, totalLimit)
+	fileLimit, lineLimit, totalLimit = 1000, 200, 25
 	long := `{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [` + strings.Repeat("1, ", 100) + "1]}\n"
 	ok := `{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}` + "\n"
 	tests := []struct {
@@ -29,6 +29,8 @@ func TestSizeLimits(t *testing.T) {
 		{"text file", "t.txt", strings.Repeat("word ", 300), Source{Kind: KindSynthetic, Synthetic: Synthetic{NumConversations: 1,
 			PromptInput: PromptInput{NumTurns: constant(2), NumTokens: constant(10)}, PromptOutput: PromptOutput{NumTokens: constant(1)}}}, 0, "over the maximum 1000"},
 		{"trace line", "t.jsonl", ok + ok + long, Source{Kind: KindMooncake}, 3, "longer than 200 bytes"},
+		{"trace tokens", "t.jsonl", ok + ok + ok, Source{Kind: KindMooncake}, 3, "over 25 tokens; replay a window of the trace with max_requests"},
+		{"file tokens", "c.json", `[{"id": "a", "messages": [{"role": "user", "content": "` + strings.Repeat("word ", 30) + `"}]}]`, Source{Kind: KindFile}, 1, "over 25 tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,8 @@ type traceLine struct {
 // JSON lines {"timestamp": ms, "input_length": tokens, "output_length":
 // tokens, "hash_ids": [...]}, sorted by timestamp. Every line becomes a
 // Conversation of one Turn that starts at its timestamp (relative to the
-// first line's) and asks for output_length tokens.
+// first line's) and asks for output_length tokens. With maxRequests > 0,
+// reading stops after that many requests.
 //
 // Hash ids stand for blocks of block tokens: hash_ids must have exactly
 // ceil(input_length / block) entries, the last block being cut to what
@@ -47,8 +48,8 @@ type traceLine struct {
 // Mooncake (a hash id there stands for the whole prefix up to its block).
 // Should the text not re-encode to input_length tokens, it is fixed up at
 // its end (vLLM's random-dataset fix-up), so UserTokens is input_length.
-func readTrace(ctx context.Context, path string, block int, tok *tokenizer.Tokenizer, seed int64) ([]Conversation, error) {
-	lines, err := scanTrace(ctx, path, block)
+func readTrace(ctx context.Context, path string, block, maxRequests int, tok *tokenizer.Tokenizer, seed int64) ([]Conversation, error) {
+	lines, err := scanTrace(ctx, path, block, maxRequests)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func isWord(s string) bool {
 // scanTrace streams the trace's lines and checks each: its keys, its
 // timestamp against the previous line's, its hash ids against its input
 // length.
-func scanTrace(ctx context.Context, path string, block int) ([]traceLine, error) {
+func scanTrace(ctx context.Context, path string, block, maxRequests int) ([]traceLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func scanTrace(ctx context.Context, path string, block int) ([]traceLine, error)
 	var out []traceLine
 	var first, prev float64
 	prevLine, total, n := 0, 0, 0
-	for sc.Scan() {
+	for (maxRequests == 0 || len(out) < maxRequests) && sc.Scan() {
 		n++
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -237,8 +238,8 @@ func scanTrace(ctx context.Context, path string, block int) ([]traceLine, error)
 			}
 			return nil, fileErr(path, n, "hash_ids: %d blocks, but input_length %d needs %d blocks of %d tokens; is block_size right?", len(hashes), in, need, block)
 		}
-		if total += in; total > MaxTotalTokens {
-			return nil, fileErr(path, n, "the input lengths so far add up to over %d tokens", MaxTotalTokens)
+		if total += in; total > totalLimit {
+			return nil, fileErr(path, n, "the input lengths so far add up to over %d tokens; replay a window of the trace with max_requests", totalLimit)
 		}
 		if len(out) == 0 {
 			first = ts

@@ -52,6 +52,21 @@ func TestTrace(t *testing.T) {
 	}
 }
 
+// TestTraceMaxRequests reads a window of a trace: reading stops after
+// max_requests requests, so a bad line after them is not read.
+func TestTraceMaxRequests(t *testing.T) {
+	content := `{"timestamp": 5, "input_length": 3, "output_length": 1, "hash_ids": [7]}` + "\n\n" +
+		`{"timestamp": 9, "input_length": 600, "output_length": 2, "hash_ids": [7, 8]}` + "\n" + "not json\n"
+	path := writeFile(t, "t.jsonl", content)
+	convs := mustLoad(t, Source{Kind: KindMooncake, Path: path, MaxRequests: 2}, "", 0)
+	if len(convs) != 2 || convs[1].At != 4*time.Millisecond || convs[1].Turns[0].UserTokens != 600 || convs[1].ID != "line-3" {
+		t.Fatalf("got %+v", convs)
+	}
+	if _, err := Load(context.Background(), Source{Kind: KindMooncake, Path: path}, "", loadLlama3(t), 0); err == nil || !strings.Contains(err.Error(), ":4: malformed JSON") {
+		t.Errorf("whole trace: %v", err)
+	}
+}
+
 // TestTraceSharedPrefix checks that equal hash ids give identical text:
 // the README's two requests share twelve blocks.
 func TestTraceSharedPrefix(t *testing.T) {

@@ -131,8 +131,8 @@ func readShareGPT(ctx context.Context, path string, src Source, tok *tokenizer.T
 		for _, t := range c.Turns {
 			total += t.UserTokens
 		}
-		if total > MaxTotalTokens {
-			return nil, fileErr(path, 0, "the converted user messages hold over %d tokens; lower max_items", MaxTotalTokens)
+		if total > totalLimit {
+			return nil, fileErr(path, 0, "the converted user messages hold over %d tokens; lower max_items", totalLimit)
 		}
 		convs[i] = c
 	}

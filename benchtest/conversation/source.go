@@ -73,6 +73,10 @@ type Source struct {
 	// BlockSize is the number of tokens one hash id stands for (mooncake;
 	// 0: DefaultBlockSize).
 	BlockSize int `yaml:"block_size"`
+	// MaxRequests reads only the trace's first MaxRequests requests
+	// (mooncake; 0: all). The FAST'25 conversation trace holds about 145
+	// million input tokens, over MaxTotalTokens: replay a window of it.
+	MaxRequests int `yaml:"max_requests"`
 }
 
 // keysOf names the keys each kind takes besides kind and path.
@@ -80,7 +84,7 @@ var keysOf = map[string][]string{
 	KindSynthetic: {"filetype", "num_conversations", "text_files", "print_stats", "prompt_input", "prompt_output"},
 	KindFile:      nil,
 	KindShareGPT:  {"max_items", "min_turns", "max_turns", "min_content_len", "max_content_len", "keep_ascii"},
-	KindMooncake:  {"block_size"},
+	KindMooncake:  {"block_size", "max_requests"},
 }
 
 // setKeys lists the keys of s that are set, besides kind and path.
@@ -105,6 +109,7 @@ func (s Source) setKeys() []string {
 	add("max_content_len", s.MaxContentLen != 0)
 	add("keep_ascii", s.KeepASCII)
 	add("block_size", s.BlockSize != 0)
+	add("max_requests", s.MaxRequests != 0)
 	return keys
 }
 
@@ -122,6 +127,7 @@ func (s Source) Limits() []limit.Check {
 		limit.Int("min_content_len", s.MinContentLen, MaxContentLen),
 		limit.Int("max_content_len", s.MaxContentLen, MaxContentLen),
 		limit.Int("block_size", s.BlockSize, MaxBlockSize),
+		limit.Int("max_requests", s.MaxRequests, MaxConversations),
 	}
 }
 
@@ -160,7 +166,7 @@ func (s Source) Validate() error {
 	for _, k := range []struct {
 		key string
 		v   int
-	}{{"max_items", s.MaxItems}, {"min_turns", s.MinTurns}, {"max_turns", s.MaxTurns}, {"min_content_len", s.MinContentLen}, {"max_content_len", s.MaxContentLen}, {"block_size", s.BlockSize}} {
+	}{{"max_items", s.MaxItems}, {"min_turns", s.MinTurns}, {"max_turns", s.MaxTurns}, {"min_content_len", s.MinContentLen}, {"max_content_len", s.MaxContentLen}, {"block_size", s.BlockSize}, {"max_requests", s.MaxRequests}} {
 		if k.v < 0 {
 			return fieldErr(k.key, "%d must not be negative", k.v)
 		}
@@ -205,7 +211,7 @@ func Load(ctx context.Context, src Source, baseDir string, tok *tokenizer.Tokeni
 	case KindShareGPT:
 		return readShareGPT(ctx, path, src, tok, seed)
 	case KindMooncake:
-		return readTrace(ctx, path, cmp.Or(src.BlockSize, DefaultBlockSize), tok, seed)
+		return readTrace(ctx, path, cmp.Or(src.BlockSize, DefaultBlockSize), src.MaxRequests, tok, seed)
 	}
 	return nil, fmt.Errorf("conversation source: unknown kind %q", src.Kind)
 }

@@ -197,8 +197,8 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 				turn.User, final = dataset.DecodeToLength(tok, append(ids, more(target-len(ids))...), target, more)
 				turn.UserTokens = len(final)
 			}
-			if total += turn.UserTokens; total > MaxTotalTokens {
-				return nil, fmt.Errorf("synthetic conversations: over %d user tokens in all after %d conversations; lower num_conversations, num_turns or num_tokens", MaxTotalTokens, c)
+			if total += turn.UserTokens; total > totalLimit {
+				return nil, fmt.Errorf("synthetic conversations: over %d user tokens in all after %d conversations; lower num_conversations, num_turns or num_tokens", totalLimit, c)
 			}
 			conv.Turns = append(conv.Turns, turn)
 		}
