@@ -1,12 +1,3 @@
-// Package conversation produces the scripts of multi-turn sessions: the
-// user turns of each conversation, from a synthetic generator (the knobs
-// of vLLM's benchmarks/multi_turn generator), a conversations file in
-// vLLM's multi-turn input format (ShareGPT converted as vLLM's
-// convert_sharegpt_to_openai.py does), or a Mooncake-style trace.
-//
-// A Conversation holds only what the client sends of its own; the
-// assistant's answers come from the server at run time (the session
-// driver appends them to the history).
 package conversation
 
 import "time"
@@ -49,10 +40,10 @@ type Turn struct {
 // not numpy's numbers (see Float and Int).
 type Distribution struct {
 	Distribution string  `json:"distribution" yaml:"distribution"`
-	Value        float64 `json:"value,omitempty" yaml:"value,omitempty"`
-	Min          float64 `json:"min,omitempty" yaml:"min,omitempty"`
-	Max          float64 `json:"max,omitempty" yaml:"max,omitempty"`
-	Alpha        float64 `json:"alpha,omitempty" yaml:"alpha,omitempty"`
-	Mean         float64 `json:"mean,omitempty" yaml:"mean,omitempty"`
-	Sigma        float64 `json:"sigma,omitempty" yaml:"sigma,omitempty"`
+	Value        float64 `json:"value,omitempty" yaml:"value"`
+	Min          float64 `json:"min,omitempty" yaml:"min"`
+	Max          float64 `json:"max,omitempty" yaml:"max"`
+	Alpha        float64 `json:"alpha,omitempty" yaml:"alpha"`
+	Mean         float64 `json:"mean,omitempty" yaml:"mean"`
+	Sigma        float64 `json:"sigma,omitempty" yaml:"sigma"`
 }

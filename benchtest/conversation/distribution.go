@@ -214,3 +214,24 @@ func poisson(r *rand.Rand, lam float64) int64 {
 		}
 	}
 }
+
+// NewRand returns a generator for Distribution draws, seeded from parts
+// (a run seed, a stream number, ...) through splitmix64, so
+// that nearby seeds (seed 3 and 4, hash ids 2353 and 2366) give unrelated
+// streams; PCG seeded with them directly gives correlated ones.
+func NewRand(parts ...uint64) *rand.Rand {
+	var a, b uint64 = 0x9e3779b97f4a7c15, 0x2545f4914f6cdd1d
+	for _, p := range parts {
+		a = splitmix64(a ^ p)
+		b = splitmix64(b ^ a)
+	}
+	return rand.New(rand.NewPCG(a, b))
+}
+
+// splitmix64 is Vigna's SplitMix64 finalizer.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}

@@ -85,8 +85,8 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 		for _, t := range conv.Turns {
 			total += t.UserTokens
 		}
-		if total > MaxTotalTokens {
-			return nil, fileErr(path, line(-1), "%s: the user messages so far hold over %d tokens", name, MaxTotalTokens)
+		if total > totalLimit {
+			return nil, fileErr(path, line(-1), "%s: the user messages so far hold over %d tokens", name, totalLimit)
 		}
 		convs = append(convs, conv)
 	}

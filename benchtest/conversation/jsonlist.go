@@ -20,6 +20,8 @@ type jsonList struct {
 	dec  *json.Decoder
 	// n is the number of elements read.
 	n int
+	// size is the file's size in bytes.
+	size int64
 }
 
 // openJSONList opens path, checks its size against MaxFileBytes and reads
@@ -34,11 +36,11 @@ func openJSONList(path, what string) (*jsonList, error) {
 		f.Close()
 		return nil, err
 	}
-	if st.Size() > MaxFileBytes {
+	if st.Size() > fileLimit {
 		f.Close()
-		return nil, fileErr(path, 0, "%d bytes is over the maximum %d", st.Size(), MaxFileBytes)
+		return nil, fileErr(path, 0, "%d bytes is over the maximum %d", st.Size(), fileLimit)
 	}
-	l := &jsonList{path: path, f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<16))}
+	l := &jsonList{path: path, f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), size: st.Size()}
 	if t, err := l.dec.Token(); err != nil || t != json.Delim('[') {
 		f.Close()
 		if err != nil {
@@ -81,7 +83,7 @@ func (l *jsonList) syntaxErr(err error, off int64) error {
 		return fileErr(l.path, lineOf(l.path, se.Offset-1), "malformed JSON: %v", se)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fileErr(l.path, lineOf(l.path, off), "malformed JSON: the file ends inside the list")
+		return fileErr(l.path, lineOf(l.path, l.size-1), "malformed JSON: the file ends inside the list")
 	}
 	return fileErr(l.path, lineOf(l.path, off), "malformed JSON: %v", err)
 }

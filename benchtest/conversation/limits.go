@@ -36,3 +36,11 @@ const (
 	// a ShareGPT source, in characters.
 	MaxContentLen = 1 << 30
 )
+
+// fileLimit, lineLimit and totalLimit are MaxFileBytes, MaxLineBytes and
+// MaxTotalTokens as the code reads them, so that tests can lower them.
+var (
+	fileLimit  int64 = MaxFileBytes
+	lineLimit        = MaxLineBytes
+	totalLimit       = MaxTotalTokens
+)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servegate/servegate/internal/limit"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -43,7 +44,7 @@ type Source struct {
 	// (sharegpt), the trace (mooncake), or for synthetic a vLLM generator
 	// configuration (generate_multi_turn.json) used instead of the inline
 	// keys below.
-	Path string `yaml:"path,omitempty"`
+	Path string `yaml:"path"`
 
 	// Synthetic holds the generator's keys inline, as vLLM's
 	// generate_multi_turn.json spells them (synthetic).
@@ -51,27 +52,31 @@ type Source struct {
 
 	// MaxItems keeps at most this many converted conversations, sampled
 	// as vLLM's --max-items does (sharegpt; 0: all).
-	MaxItems int `yaml:"max_items,omitempty"`
+	MaxItems int `yaml:"max_items"`
 	// MinTurns drops conversations with fewer messages, counted before
 	// conversion (sharegpt; 0: no minimum).
-	MinTurns int `yaml:"min_turns,omitempty"`
+	MinTurns int `yaml:"min_turns"`
 	// MaxTurns keeps at most this many messages of each conversation,
 	// counted before conversion (sharegpt; 0: all).
-	MaxTurns int `yaml:"max_turns,omitempty"`
+	MaxTurns int `yaml:"max_turns"`
 	// MinContentLen and MaxContentLen drop conversations with a message
 	// shorter or longer than this many characters (sharegpt; 0: no
 	// bound).
-	MinContentLen int `yaml:"min_content_len,omitempty"`
-	MaxContentLen int `yaml:"max_content_len,omitempty"`
+	MinContentLen int `yaml:"min_content_len"`
+	MaxContentLen int `yaml:"max_content_len"`
 	// KeepASCII keeps conversations whose messages are plain ASCII.
 	// vLLM's conversion keeps only conversations in which every message
 	// has a non-ASCII character (its content_is_valid returns
 	// has_non_english_chars); that is the default here too (sharegpt).
-	KeepASCII bool `yaml:"keep_ascii,omitempty"`
+	KeepASCII bool `yaml:"keep_ascii"`
 
 	// BlockSize is the number of tokens one hash id stands for (mooncake;
 	// 0: DefaultBlockSize).
-	BlockSize int `yaml:"block_size,omitempty"`
+	BlockSize int `yaml:"block_size"`
+	// MaxRequests reads only the trace's first MaxRequests requests
+	// (mooncake; 0: all). The FAST'25 conversation trace holds about 145
+	// million input tokens, over MaxTotalTokens: replay a window of it.
+	MaxRequests int `yaml:"max_requests"`
 }
 
 // keysOf names the keys each kind takes besides kind and path.
@@ -79,7 +84,7 @@ var keysOf = map[string][]string{
 	KindSynthetic: {"filetype", "num_conversations", "text_files", "print_stats", "prompt_input", "prompt_output"},
 	KindFile:      nil,
 	KindShareGPT:  {"max_items", "min_turns", "max_turns", "min_content_len", "max_content_len", "keep_ascii"},
-	KindMooncake:  {"block_size"},
+	KindMooncake:  {"block_size", "max_requests"},
 }
 
 // setKeys lists the keys of s that are set, besides kind and path.
@@ -104,7 +109,26 @@ func (s Source) setKeys() []string {
 	add("max_content_len", s.MaxContentLen != 0)
 	add("keep_ascii", s.KeepASCII)
 	add("block_size", s.BlockSize != 0)
+	add("max_requests", s.MaxRequests != 0)
 	return keys
+}
+
+// Limits checks the source's whole-number keys against their maxima
+// (names relative to the source, as in FieldError), for the scenario file's
+// limits table; Validate checks them too. Distribution parameters are
+// bounded by MaxParam, MaxZipfAlpha and MaxSigma.
+func (s Source) Limits() []limit.Check {
+	return []limit.Check{
+		limit.Int("num_conversations", s.NumConversations, MaxConversations),
+		limit.Int("text_files", len(s.TextFiles), MaxTextFiles),
+		limit.Int("max_items", s.MaxItems, MaxConversations),
+		limit.Int("min_turns", s.MinTurns, MaxMessages),
+		limit.Int("max_turns", s.MaxTurns, MaxMessages),
+		limit.Int("min_content_len", s.MinContentLen, MaxContentLen),
+		limit.Int("max_content_len", s.MaxContentLen, MaxContentLen),
+		limit.Int("block_size", s.BlockSize, MaxBlockSize),
+		limit.Int("max_requests", s.MaxRequests, MaxConversations),
+	}
 }
 
 // Validate checks the source's keys without reading any file. Its errors
@@ -122,6 +146,9 @@ func (s Source) Validate() error {
 			return fieldErr(key, "not a key of a %s source (it takes %s)", s.Kind, strings.Join(append([]string{"path"}, allowed...), ", "))
 		}
 	}
+	if c, over := limit.FirstOver(s.Limits()); over {
+		return fieldErr(c.Name, "%s is over the maximum %s", c.Value, c.Max)
+	}
 	switch s.Kind {
 	case KindSynthetic:
 		if s.Path != "" {
@@ -136,20 +163,12 @@ func (s Source) Validate() error {
 			return fieldErr("path", "missing: a %s source reads a file", s.Kind)
 		}
 	}
-	nonNeg := []struct {
-		key      string
-		v, limit int
-	}{
-		{"max_items", s.MaxItems, MaxConversations},
-		{"min_turns", s.MinTurns, MaxMessages},
-		{"max_turns", s.MaxTurns, MaxMessages},
-		{"min_content_len", s.MinContentLen, MaxContentLen},
-		{"max_content_len", s.MaxContentLen, MaxContentLen},
-		{"block_size", s.BlockSize, MaxBlockSize},
-	}
-	for _, k := range nonNeg {
-		if k.v < 0 || k.v > k.limit {
-			return fieldErr(k.key, "%d: want 0 to %d", k.v, k.limit)
+	for _, k := range []struct {
+		key string
+		v   int
+	}{{"max_items", s.MaxItems}, {"min_turns", s.MinTurns}, {"max_turns", s.MaxTurns}, {"min_content_len", s.MinContentLen}, {"max_content_len", s.MaxContentLen}, {"block_size", s.BlockSize}, {"max_requests", s.MaxRequests}} {
+		if k.v < 0 {
+			return fieldErr(k.key, "%d must not be negative", k.v)
 		}
 	}
 	if s.MinTurns > 0 && s.MaxTurns > 0 && s.MinTurns > s.MaxTurns {
@@ -192,7 +211,7 @@ func Load(ctx context.Context, src Source, baseDir string, tok *tokenizer.Tokeni
 	case KindShareGPT:
 		return readShareGPT(ctx, path, src, tok, seed)
 	case KindMooncake:
-		return readTrace(ctx, path, cmp.Or(src.BlockSize, DefaultBlockSize), tok, seed)
+		return readTrace(ctx, path, cmp.Or(src.BlockSize, DefaultBlockSize), src.MaxRequests, tok, seed)
 	}
 	return nil, fmt.Errorf("conversation source: unknown kind %q", src.Kind)
 }

@@ -24,21 +24,21 @@ const basePrompt = "Please rewrite the following text and add more content: "
 type Synthetic struct {
 	// Filetype, when set, must be "generate_conversations" (vLLM requires
 	// it in its JSON file; here it is optional).
-	Filetype string `json:"filetype" yaml:"filetype,omitempty"`
+	Filetype string `json:"filetype" yaml:"filetype"`
 	// NumConversations is the number of conversations, 1 to
 	// MaxConversations.
-	NumConversations int `json:"num_conversations" yaml:"num_conversations,omitempty"`
+	NumConversations int `json:"num_conversations" yaml:"num_conversations"`
 	// TextFiles are the text files user messages are cut from, resolved
 	// against the scenario file's directory (or the JSON file's). None
 	// means the bundled default text.
-	TextFiles []string `json:"text_files" yaml:"text_files,omitempty"`
+	TextFiles []string `json:"text_files" yaml:"text_files"`
 	// PrintStats is accepted for compatibility with vLLM's file and
 	// ignored.
-	PrintStats bool `json:"print_stats" yaml:"print_stats,omitempty"`
+	PrintStats bool `json:"print_stats" yaml:"print_stats"`
 	// PromptInput draws the user side of each conversation.
-	PromptInput PromptInput `json:"prompt_input" yaml:"prompt_input,omitempty"`
+	PromptInput PromptInput `json:"prompt_input" yaml:"prompt_input"`
 	// PromptOutput draws the answers' lengths.
-	PromptOutput PromptOutput `json:"prompt_output" yaml:"prompt_output,omitempty"`
+	PromptOutput PromptOutput `json:"prompt_output" yaml:"prompt_output"`
 }
 
 // PromptInput holds the distributions of a synthetic conversation's user
@@ -48,24 +48,24 @@ type PromptInput struct {
 	// assistant together, as vLLM counts them: a draw below 2 becomes 2
 	// and an odd draw is rounded up, so a conversation has NumTurns/2 user
 	// turns. Required.
-	NumTurns *Distribution `json:"num_turns" yaml:"num_turns,omitempty"`
+	NumTurns *Distribution `json:"num_turns" yaml:"num_turns"`
 	// CommonPrefixNumTokens is the length in tokens of a prefix drawn once
 	// and shared by the first user message of every conversation; it
 	// counts against that message's NumTokens, as in vLLM. Absent means 0.
-	CommonPrefixNumTokens *Distribution `json:"common_prefix_num_tokens" yaml:"common_prefix_num_tokens,omitempty"`
+	CommonPrefixNumTokens *Distribution `json:"common_prefix_num_tokens" yaml:"common_prefix_num_tokens"`
 	// PrefixNumTokens is the length in tokens of each conversation's own
 	// prefix (its context), added to its first user message on top of
 	// NumTokens. vLLM requires it; absent means 0 here.
-	PrefixNumTokens *Distribution `json:"prefix_num_tokens" yaml:"prefix_num_tokens,omitempty"`
+	PrefixNumTokens *Distribution `json:"prefix_num_tokens" yaml:"prefix_num_tokens"`
 	// NumTokens is the length in tokens of each user message (without the
 	// conversation's prefix). Required.
-	NumTokens *Distribution `json:"num_tokens" yaml:"num_tokens,omitempty"`
+	NumTokens *Distribution `json:"num_tokens" yaml:"num_tokens"`
 }
 
 // PromptOutput holds the distribution of the answers' lengths.
 type PromptOutput struct {
 	// NumTokens is each answer's max_tokens (at least 1). Required.
-	NumTokens *Distribution `json:"num_tokens" yaml:"num_tokens,omitempty"`
+	NumTokens *Distribution `json:"num_tokens" yaml:"num_tokens"`
 }
 
 // validate checks s; paths are prefixed with at.
@@ -73,8 +73,11 @@ func (s Synthetic) validate(at string) error {
 	if s.Filetype != "" && s.Filetype != GenerateFiletype {
 		return fieldErr(at+"filetype", "%q: want %q", s.Filetype, GenerateFiletype)
 	}
-	if s.NumConversations < 1 || s.NumConversations > MaxConversations {
-		return fieldErr(at+"num_conversations", "%d: want 1 to %d", s.NumConversations, MaxConversations)
+	if s.NumConversations < 1 {
+		return fieldErr(at+"num_conversations", "%d: want at least 1", s.NumConversations)
+	}
+	if s.NumConversations > MaxConversations {
+		return fieldErr(at+"num_conversations", "%d is over the maximum %d", s.NumConversations, MaxConversations)
 	}
 	if len(s.TextFiles) > MaxTextFiles {
 		return fieldErr(at+"text_files", "%d files is over the maximum %d", len(s.TextFiles), MaxTextFiles)
@@ -133,7 +136,7 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 	if err != nil {
 		return nil, err
 	}
-	r := rand.New(rand.NewPCG(uint64(seed), 0x73796e7468)) // "synth"
+	r := NewRand(uint64(seed), 0)
 	in, out := s.PromptInput, s.PromptOutput
 	n := s.NumConversations
 	baseTokens := tok.Count(basePrompt)
@@ -194,8 +197,8 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 				turn.User, final = dataset.DecodeToLength(tok, append(ids, more(target-len(ids))...), target, more)
 				turn.UserTokens = len(final)
 			}
-			if total += turn.UserTokens; total > MaxTotalTokens {
-				return nil, fmt.Errorf("synthetic conversations: over %d user tokens in all after %d conversations; lower num_conversations, num_turns or num_tokens", MaxTotalTokens, c)
+			if total += turn.UserTokens; total > totalLimit {
+				return nil, fmt.Errorf("synthetic conversations: over %d user tokens in all after %d conversations; lower num_conversations, num_turns or num_tokens", totalLimit, c)
 			}
 			conv.Turns = append(conv.Turns, turn)
 		}

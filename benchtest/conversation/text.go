@@ -40,8 +40,8 @@ func readCorpus(files []string, baseDir string, tok *tokenizer.Tokenizer) (*corp
 		if err != nil {
 			return nil, fmt.Errorf("text file: %w", err)
 		}
-		if st.Size() > MaxFileBytes {
-			return nil, fileErr(path, 0, "%d bytes is over the maximum %d for a text file", st.Size(), MaxFileBytes)
+		if st.Size() > fileLimit {
+			return nil, fileErr(path, 0, "%d bytes is over the maximum %d for a text file", st.Size(), fileLimit)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
