@@ -79,6 +79,23 @@ type Params struct {
 	// rest as content or a tool call. 0 = no reasoning.
 	ReasoningShare float64 `yaml:"reasoning_share" help:"share of each chat answer streamed first as reasoning"`
 
+	// SpecDraftTokens is the draft length k of speculative decoding: each
+	// decoding step verifies k draft tokens per sequence (costing what k
+	// prompt tokens cost) and emits the accepted ones and one more
+	// together. 0 = no speculation.
+	SpecDraftTokens int `yaml:"spec_draft_tokens" help:"draft tokens per decoding step (speculative decoding), 0 = off" max:"64"`
+	// SpecAcceptProb is the probability that a draft token is accepted,
+	// given that the ones before it were: at every position alike.
+	SpecAcceptProb float64 `yaml:"spec_accept_prob" help:"probability a draft token is accepted when those before it were"`
+
+	// KVOffloadBlocks is the capacity, in blocks, of a slower KV tier
+	// (CPU memory) that blocks evicted from the KV cache go to; a later
+	// prefix hit there loads them back instead of recomputing. 0 = none.
+	KVOffloadBlocks int `yaml:"kv_offload_blocks" help:"capacity of the KV offload tier in blocks (evicted blocks go there), 0 = none" max:"16777216"`
+	// KVOffloadLoadUS is the time one block takes to load back from the
+	// offload tier, added to the step that loads it, in microseconds.
+	KVOffloadLoadUS float64 `yaml:"kv_offload_load_us" help:"cost of loading one block back from the offload tier, µs" max:"1000000"`
+
 	// EnableRequestIDHeaders adds an X-Request-Id header to every response:
 	// the request's own, or 32 new hex digits. vLLM does this only with
 	// --enable-request-id-headers, so it is off by default.
@@ -133,6 +150,7 @@ func DefaultParams() Params {
 		DefaultMaxTokens:    256,
 		EmbeddingDim:        384,
 		ToolCallArgTokens:   16,
+		SpecAcceptProb:      0.7,
 	}
 }
 
@@ -216,6 +234,14 @@ func (p Params) Validate() error {
 	rate("eos_min_ratio", p.EOSMinRatio)
 	rate("tool_call_rate", p.ToolCallRate)
 	rate("reasoning_share", p.ReasoningShare)
+	rate("spec_accept_prob", p.SpecAcceptProb)
+	nonneg("kv_offload_load_us", p.KVOffloadLoadUS)
+	if p.SpecDraftTokens < 0 {
+		errs = append(errs, fmt.Errorf("spec_draft_tokens: must be >= 0, got %d", p.SpecDraftTokens))
+	}
+	if p.KVOffloadBlocks < 0 {
+		errs = append(errs, fmt.Errorf("kv_offload_blocks: must be >= 0, got %d", p.KVOffloadBlocks))
+	}
 	if p.ToolCallArgTokens < 0 {
 		errs = append(errs, fmt.Errorf("tool_call_arg_tokens: must be >= 0, got %d", p.ToolCallArgTokens))
 	}

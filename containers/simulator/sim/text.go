@@ -100,10 +100,12 @@ type tokenStream struct {
 	// tool call after the reasoning); n counts the tokens given out.
 	script []int
 	at, n  int
+	seed   uint64     // the choice's seed
+	spec   *rand.Rand // draws draft acceptance, made on first use
 }
 
 func (v *vocab) stream(seed uint64) *tokenStream {
-	return &tokenStream{v: v, rng: rand.New(rand.NewPCG(seed, 0x70c3e5))}
+	return &tokenStream{v: v, rng: rand.New(rand.NewPCG(seed, 0x70c3e5)), seed: seed}
 }
 
 func (t *tokenStream) next() int {
@@ -113,6 +115,20 @@ func (t *tokenStream) next() int {
 		return t.script[i]
 	}
 	return t.v.ids[t.rng.IntN(len(t.v.ids))]
+}
+
+// accept draws how many of k draft tokens are accepted: each with
+// probability p once those before it were. The draws have their own seeded
+// stream, so speculation does not change the text.
+func (t *tokenStream) accept(k int, p float64) int {
+	if t.spec == nil {
+		t.spec = rand.New(rand.NewPCG(t.seed, 0x5bec))
+	}
+	a := 0
+	for a < k && t.spec.Float64() < p {
+		a++
+	}
+	return a
 }
 
 // seedOf mixes the server seed with a request's own seed or id.

@@ -30,6 +30,12 @@ type truthData struct {
 	Preemptions int
 	// CachedTokens is the prompt prefix found in the prefix cache.
 	CachedTokens int
+	// OffloadTokens is the part of CachedTokens loaded back from the
+	// offload tier.
+	OffloadTokens int
+	// SpecAccepted holds, per speculative decoding step, the draft tokens
+	// accepted.
+	SpecAccepted []int
 }
 
 // A Truth is the ground truth of one request, as GET /debug/requests/{id}
@@ -59,6 +65,13 @@ type Truth struct {
 	// ToolCalls counts the choices answered with a tool call; absent when
 	// none.
 	ToolCalls int `json:"tool_calls,omitempty"`
+	// OffloadTokens is the part of CachedTokens loaded back from the KV
+	// offload tier; absent when none.
+	OffloadTokens int `json:"offload_tokens,omitempty"`
+	// SpecAccepted holds, for each speculative decoding step of the
+	// request, how many draft tokens it accepted (the step's chunk carried
+	// that many plus one); absent without speculation.
+	SpecAccepted []int `json:"spec_accepted,omitempty"`
 	// Preemptions counts the times the request was preempted.
 	Preemptions int `json:"preemptions"`
 	// FinishReason is "length", "stop", "abort" or "" while running.
@@ -144,6 +157,10 @@ func (t *truthStore) get(id string) (Truth, bool) {
 		out.N = 1 + len(r.more)
 	}
 	out.ReasoningTokens, out.ToolCalls = r.answerKinds()
+	out.OffloadTokens = td.OffloadTokens
+	if len(td.SpecAccepted) > 0 {
+		out.SpecAccepted = td.SpecAccepted
+	}
 	if !r.received.IsZero() {
 		intake := ms(max(0, r.wall.Sub(r.received)))
 		out.IntakeMS = &intake
@@ -201,6 +218,8 @@ func (r *seqRecord) snapshot() (td truthData, finish string) {
 		td.ChunkTokens = append(td.ChunkTokens, t.ChunkTokens...)
 		td.Preemptions += t.Preemptions
 		td.CachedTokens += t.CachedTokens
+		td.OffloadTokens += t.OffloadTokens
+		td.SpecAccepted = append(td.SpecAccepted, t.SpecAccepted...)
 		switch {
 		case !s.finished:
 			finished = false
