@@ -80,10 +80,13 @@ func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time
 	if n == 0 {
 		lo, hi = 0, 1
 	}
-	if pad := (hi - lo) * 0.08; pad > 0 {
+	switch pad := (hi - lo) * 0.08; {
+	case pad > 0:
 		lo, hi = lo-pad, hi+pad
-	} else {
-		lo, hi = lo-math.Max(math.Abs(lo)*0.05, 1e-9), hi+math.Max(math.Abs(hi)*0.05, 1e-9)
+	case lo == 0: // a constant zero, such as a fail ratio: show it at the bottom
+		hi = 0.01
+	default:
+		lo, hi = lo-math.Abs(lo)*0.05, hi+math.Abs(hi)*0.05
 	}
 	sc := scaleFor(s.Unit, hi)
 	plotW, plotH := float64(chartW-marginLeft-marginRight), float64(chartH-marginTop-marginBot)

@@ -2,6 +2,7 @@ package site
 
 import (
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -27,7 +28,7 @@ type synth struct {
 }
 
 // commitID is commit i's hash-like name.
-func commitID(i int) string { return fmt.Sprintf("%040x", 0xc0ffee000+i) }
+func commitID(i int) string { return fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprint(i)))) }
 
 // build writes the store under dir and returns it.
 func (sy synth) build(tb testing.TB, dir string) *history.Store {

@@ -295,7 +295,7 @@ table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #e
 </style>`
 
 func writeOverview(b *strings.Builder, title string, rows []overviewRow, notes []string) {
-	fmt.Fprintf(b, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>%s</head><body>\n", html.EscapeString(title), style)
+	fmt.Fprintf(b, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><title>%s</title>%s</head><body>\n", html.EscapeString(title), style)
 	fmt.Fprintf(b, "<h1>%s</h1>\n<p>Each scenario's latest verdict (regression: a gated unit's newest persistent shift is worse than its tolerance, so main still carries it) and its largest open shift (the newest change point of a unit, largest in size).</p>\n", html.EscapeString(title))
 	b.WriteString("<table><tr><th>scenario</th><th>latest verdict</th><th>largest open shift</th><th>commits</th><th>newest</th></tr>\n")
 	for _, r := range rows {
@@ -321,7 +321,7 @@ func writeOverview(b *strings.Builder, title string, rows []overviewRow, notes [
 }
 
 func writeScenarioPage(b *strings.Builder, title string, p *scenarioPage, commitURL func(string) string) {
-	fmt.Fprintf(b, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s · %s</title>%s</head><body>\n", html.EscapeString(p.name), html.EscapeString(title), style)
+	fmt.Fprintf(b, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><title>%s · %s</title>%s</head><body>\n", html.EscapeString(p.name), html.EscapeString(title), style)
 	fmt.Fprintf(b, "<p><a href=\"index.html\">← all scenarios</a></p><h1>%s</h1>\n", html.EscapeString(p.name))
 	b.WriteString(`<p class="key">Blue points: each commit's median (hover for the commit, click to open it); blue band: the smallest to the largest run of the commit; black dashes: the level between change points; a vertical line: a change point found by E-divisive means, labelled with its shift and red when worse than the tolerance, green when better. The y axis spans the data, not zero.</p>` + "\n")
 	runner := ""
