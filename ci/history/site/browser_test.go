@@ -93,23 +93,23 @@ func newBrowser(tb testing.TB) *browser {
 // record keeps the events the test checks. It runs in the tab's loop:
 // it only appends under the lock.
 func (b *browser) record(ev any) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			b.requests = append(b.requests, ev.Request.URL)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				b.errors = append(b.errors, fmt.Sprintf("console.%s", ev.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			b.errors = append(b.errors, "exception: "+ev.ExceptionDetails.Text)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
-				b.errors = append(b.errors, "log: "+ev.Entry.Text+" "+ev.Entry.URL)
-			}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.requests = append(b.requests, ev.Request.URL)
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+			b.errors = append(b.errors, fmt.Sprintf("console.%s", ev.Type))
+		}
+	case *runtime.EventExceptionThrown:
+		b.errors = append(b.errors, "exception: "+ev.ExceptionDetails.Text)
+	case *log.EventEntryAdded:
+		if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
+			b.errors = append(b.errors, "log: "+ev.Entry.Text+" "+ev.Entry.URL)
 		}
 	}
+}
 
 // offPage returns the requests that left the page: any but those to the
 // site's own origin and data: URLs.
