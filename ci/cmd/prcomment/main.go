@@ -126,6 +126,11 @@ func post(ctx context.Context, args []string, getenv func(string) string, stdout
 		return fmt.Errorf("want -markdown FILE and -exit CODE")
 	}
 	md, err := os.ReadFile(*mdFile)
+	if os.IsNotExist(err) && *exit != 0 {
+		// The gate never ran (a checkout or a benchmark failed): the
+		// comment still says there is no verdict.
+		md, err = []byte("_The gate wrote no report; see the job log._\n"), nil
+	}
 	if err != nil {
 		return fmt.Errorf("read the gate's Markdown: %w", err)
 	}

@@ -194,3 +194,16 @@ func TestDryRunCannotTell(t *testing.T) {
 	assert.Contains(t, stdout.String(), "ERROR: 1 problem(s)")
 	assert.Equal(t, "https://x/scenario-chat.html#"+site.ChartID("r", "Scenarios/scenario=chat", "ttft-p99-sec"), site.ChartURL("https://x", "r", "Scenarios/scenario=chat", "ttft-p99-sec"))
 }
+
+// TestNoReport: a gate that never ran (no Markdown) still gets a
+// "cannot tell" comment; a missing report with exit 0 is an error.
+func TestNoReport(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gate.md")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"post", "-markdown", missing, "-exit", "2", "-dry-run"}, func(string) string { return "" }, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "## ⚠️ servegate: cannot tell")
+	assert.Contains(t, stdout.String(), "The gate wrote no report")
+	stderr.Reset()
+	assert.Equal(t, 2, run(context.Background(), []string{"post", "-markdown", missing, "-exit", "0", "-dry-run"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr))
+	assert.Contains(t, stderr.String(), "read the gate's Markdown")
+}
