@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -306,4 +307,18 @@ func TestKeysAgree(t *testing.T) {
 	assert.Equal(t, report.InterruptedKey, interruptedKey)
 	assert.Equal(t, report.InvalidKey, invalidKey)
 	assert.Equal(t, "scenario-sha", scenarioKey)
+}
+
+// TestImportsNothingOfServegate: the store and the gate that imports it
+// depend on no other servegate package (docs/architecture.md).
+func TestImportsNothingOfServegate(t *testing.T) {
+	for _, pkg := range []string{".", "../gate"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, pkg).CombinedOutput()
+		require.NoError(t, err, string(out))
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "github.com/servegate/servegate") {
+				assert.Equal(t, "github.com/servegate/servegate/ci/history", dep, "%s imports %s", pkg, dep)
+			}
+		}
+	}
 }
