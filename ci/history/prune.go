@@ -194,3 +194,19 @@ func leftovers(runnerDir string, now time.Time) []string {
 	}
 	return out
 }
+
+// Baselines returns, for each benchmark of a runner type, its baseline
+// commit: the newest commit holding a valid result line of it at its
+// newest scenario hash (what a prune always keeps). A pull request's gate
+// compares its head against the baseline's runs.
+func (s *Store) Baselines(runner string) (map[string]*Commit, error) {
+	commits, _, err := s.Commits(runner)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Commit{}
+	for name, i := range baselines(commits) {
+		out[name] = commits[i]
+	}
+	return out, nil
+}

@@ -271,6 +271,12 @@ func TestPrune(t *testing.T) {
 	_, err = s.Prune(Retention{})
 	assert.ErrorContains(t, err, "give the commits to keep")
 
+	base, err := s.Baselines("cpu4")
+	require.NoError(t, err)
+	require.Len(t, base, 2)
+	assert.Equal(t, "c014", base["Scenarios/scenario=chat"].ID, "c015..c019 are interrupted")
+	assert.Equal(t, "c020", base["Scenarios/scenario=other"].ID)
+
 	dry, err := s.Prune(Retention{KeepCommits: 6, DryRun: true})
 	require.NoError(t, err)
 	assert.Len(t, dry.Removed, 13)

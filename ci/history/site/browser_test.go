@@ -27,7 +27,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var screenshot = flag.String("screenshot", "", "write the screenshot of the step scenario's page to this PNG `file` (docs/history-screenshot.png)")
+var (
+	screenshot     = flag.String("screenshot", "", "write the screenshot of the step scenario's page to this PNG `file` (docs/history-screenshot.png)")
+	screenshotPage = flag.String("screenshot-page", "", "with -screenshot: shoot this existing site `page` instead (make history-demo's out/history-demo/site/scenario-history-demo.html)")
+)
 
 // chromium returns the Chromium executable, or skips the test with the
 // reason; SERVEGATE_REQUIRE_CHROMIUM=1 (CI) makes a missing Chromium a
@@ -211,12 +214,6 @@ func TestSiteInChromium(t *testing.T) {
 		}
 	}
 	assert.Equal(t, sum.Charts, total)
-	if *screenshot != "" {
-		require.NoError(t, chromedp.Do(b.ctx, chromedp.Navigate(srv.URL+"/"+PageName("scn-00")), chromedp.WaitReady("svg")))
-		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(*screenshot, png, 0o644))
-	}
 	// A commit link stays on the machine too.
 	require.NoError(t, chromedp.Do(b.ctx, chromedp.Navigate(srv.URL+"/"+PageName("scn-00")), chromedp.WaitReady("svg"),
 		chromedp.Click(`svg.chart a circle`, chromedp.NodeVisible)))
@@ -230,6 +227,21 @@ func TestSiteInChromium(t *testing.T) {
 		if !strings.Contains(e, "/commit/") && !strings.Contains(e, "404") {
 			t.Errorf("console: %s", e)
 		}
+	}
+	// The screenshot last: -screenshot-page serves another origin.
+	if *screenshot != "" {
+		page := srv.URL + "/" + PageName("scn-00")
+		if *screenshotPage != "" {
+			abs, err := filepath.Abs(*screenshotPage)
+			require.NoError(t, err)
+			other := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(abs))))
+			defer other.Close()
+			page = other.URL + "/" + filepath.Base(abs)
+		}
+		require.NoError(t, chromedp.Do(b.ctx, chromedp.Navigate(page), chromedp.WaitReady("svg")))
+		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(*screenshot, png, 0o644))
 	}
 }
 
