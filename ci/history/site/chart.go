@@ -55,10 +55,8 @@ func (s scale) format(v float64) string {
 	switch {
 	case a == 0:
 		return "0"
-	case a >= 1000:
-		return fmt.Sprintf("%.0f", v)
 	case a >= 100:
-		return fmt.Sprintf("%.1f", v)
+		return fmt.Sprintf("%.0f", v)
 	case a >= 10:
 		return fmt.Sprintf("%.2f", v)
 	}
@@ -165,8 +163,9 @@ func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time
 			b.WriteString(circle)
 		}
 	}
-	// X axis: the first, last and a few commits between.
-	for _, i := range xTicks(n, 6) {
+	// X axis: the first, last and three commits between (labels of ~120
+	// units, far enough apart not to overlap).
+	for _, i := range xTicks(n, 5) {
 		label := shortCommit(s.Commits[i])
 		if t, ok := times[s.Commits[i]]; ok {
 			label += " " + t.UTC().Format("Jan 2")
