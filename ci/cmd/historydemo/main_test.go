@@ -28,7 +28,9 @@ func TestDemo(t *testing.T) {
 	code := run(context.Background(), []string{"-out", out, "-commits", "14", "-runs", "2", "-step-at", "7", "-slowdown", "1.3"}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	t.Log(stdout.String())
-	id := func(i int) string { return fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprintf("history-demo commit %d", i)))) }
+	id := func(i int) string {
+		return fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprintf("history-demo commit %d", i))))
+	}
 	found := false
 	for _, i := range []int{6, 7, 8} {
 		if strings.Contains(stdout.String(), "shift at "+id(i)) {
