@@ -328,3 +328,58 @@ func TestImportsNothingOfServegate(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneWhileAdding prunes over and over while adds land: no add
+// fails or tears, no reader sees half a commit, and the newest commits
+// keep every run added to them.
+func TestPruneWhileAdding(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	const commits, runs = 16, 3
+	file := benchfmtFile(t, "aaa", 0.03, "")
+	stop := make(chan struct{})
+	errs := make(chan error, commits*runs+1)
+	var pruner sync.WaitGroup
+	pruner.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.Prune(Retention{KeepCommits: MinKeepCommits}); err != nil && !strings.Contains(err.Error(), "holds no runs yet") {
+				errs <- fmt.Errorf("prune: %w", err)
+				return
+			}
+		}
+	})
+	var adds sync.WaitGroup
+	for i := range commits {
+		for range runs {
+			adds.Go(func() {
+				if _, err := s.Add(context.Background(), AddRequest{Commit: fmt.Sprintf("c%03d", i), CommitTime: t0.Add(time.Duration(i) * time.Hour), Runner: "cpu4", Files: []string{file}}); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	adds.Wait()
+	close(stop)
+	pruner.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	_, err = s.Prune(Retention{KeepCommits: MinKeepCommits})
+	require.NoError(t, err)
+	cs, _, err := s.Commits("cpu4")
+	require.NoError(t, err)
+	require.Len(t, cs, MinKeepCommits)
+	for j, c := range cs {
+		assert.Equal(t, fmt.Sprintf("c%03d", commits-MinKeepCommits+j), c.ID)
+		assert.Len(t, c.Runs, runs, c.ID)
+	}
+	left, err := filepath.Glob(filepath.Join(s.Dir, "cpu4", ".trash-*"))
+	require.NoError(t, err)
+	assert.Empty(t, left)
+}
