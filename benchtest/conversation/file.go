@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -77,8 +78,8 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 			}
 		}
 		conv, err := turnsOf(msgs, tok)
-		if err != nil {
-			me := err.(*msgError)
+		var me *msgError
+		if errors.As(err, &me) {
 			return nil, fileErr(path, line(me.k), "%s: messages[%d].%s", name, me.k, me.msg)
 		}
 		conv.ID = id

@@ -205,7 +205,11 @@ func TestSyntheticBadInput(t *testing.T) {
 		{"bad distribution", `{"filetype": "generate_conversations", "num_conversations": 2, "text_files": ["a.txt"],
 "prompt_input": {"num_turns": {"distribution": "uniform", "min": 2, "max": 4},
   "num_tokens": {"distribution": "zipf"}},
-"prompt_output": {"num_tokens": {"distribution": "constant", "value": 5}}}`, 0, "prompt_input.num_tokens.alpha"},
+"prompt_output": {"num_tokens": {"distribution": "constant", "value": 5}}}`, 3, "prompt_input.num_tokens.alpha"},
+		{"missing distribution", `{"filetype": "generate_conversations", "num_conversations": 2, "text_files": ["a.txt"],
+"prompt_input": {"num_turns": {"distribution": "uniform", "min": 2, "max": 4},
+  "num_tokens": {"distribution": "constant", "value": 5}},
+"prompt_output": {"num_tokens": {"value": 5}}}`, 4, "prompt_output.num_tokens.distribution: missing"},
 	}
 	for _, f := range files {
 		t.Run("file "+f.name, func(t *testing.T) {
