@@ -73,8 +73,8 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 		}
 		msgs := make([]message, len(entry.Messages))
 		for k, m := range entry.Messages {
-			if msgs[k], err = parseMessage(m); err != nil {
-				return nil, fileErr(path, line(k), "%s: messages[%d].%v", name, k, err)
+			if msgs[k], err = parseMessage(m, k); err != nil {
+				return nil, fileErr(path, line(k), "%s: %v", name, err)
 			}
 		}
 		conv, err := turnsOf(msgs, tok)
@@ -97,24 +97,24 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 	return convs, nil
 }
 
-// parseMessage reads one {"role", "content"} object.
-func parseMessage(raw json.RawMessage) (message, error) {
+// parseMessage reads message k, a {"role", "content"} object.
+func parseMessage(raw json.RawMessage, k int) (message, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return message{}, fmt.Errorf("role: want an object with \"role\" and \"content\", got %s", jsonKind(raw))
+		return message{}, fmt.Errorf("messages[%d]: want an object with \"role\" and \"content\", got %s", k, jsonKind(raw))
 	}
 	var msg message
 	var ok bool
 	if msg.role, ok = jsonString(m["role"]); !ok {
-		return msg, fmt.Errorf("role: want a string, got %s", jsonKind(m["role"]))
+		return msg, fmt.Errorf("messages[%d].role: want a string, got %s", k, jsonKind(m["role"]))
 	}
 	if msg.content, ok = jsonString(m["content"]); !ok {
-		return msg, fmt.Errorf("content: want a string, got %s", jsonKind(m["content"]))
+		return msg, fmt.Errorf("messages[%d].content: want a string, got %s", k, jsonKind(m["content"]))
 	}
 	if msg.role == "user" && len(m) != 2 {
-		for k := range m {
-			if k != "role" && k != "content" {
-				return msg, fmt.Errorf("%s: a user message has only \"role\" and \"content\" (vLLM's client asserts it)", k)
+		for key := range m {
+			if key != "role" && key != "content" {
+				return msg, fmt.Errorf("messages[%d].%s: a user message has only \"role\" and \"content\" (vLLM's client asserts it)", k, key)
 			}
 		}
 	}
