@@ -90,6 +90,8 @@ func TestConversationsFileBadInput(t *testing.T) {
 		{"content not a string", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": [\"x\"]}]}]", 2, []string{"messages[0].content: want a string, got a list"}},
 		{"user message with extra key", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\", \"name\": \"bob\"}]}]", 2, []string{"messages[0].name"}},
 		{"empty list", "[]", 0, []string{"no conversations"}},
+		{"empty file", "", 0, []string{"empty file"}},
+		{"data after the list", "[{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]\n\n]", 3, []string{"unexpected data after the list"}},
 		{"message not an object", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\"},\n\"hello\"]}]", 3, []string{"messages[1]: want an object", "got a string"}},
 		{"entry not an object", "[\n{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]},\n42]", 3, []string{"conversation 1: want an object"}},
 	}
