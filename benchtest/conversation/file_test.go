@@ -61,6 +61,18 @@ func TestConversationsFile(t *testing.T) {
 	}
 }
 
+// TestConversationsFileNUL counts a message holding a NUL byte in full
+// (the tokenizer binding alone stops at it).
+func TestConversationsFileNUL(t *testing.T) {
+	path := writeFile(t, "convs.json", `[{"id": "a", "messages": [{"role": "user", "content": "before\u0000after the NUL byte"}, {"role": "assistant", "content": "x\u0000y"}]}]`)
+	convs := mustLoad(t, Source{Kind: KindFile, Path: path}, "", 0)
+	checkCounts(t, convs)
+	turn := convs[0].Turns[0]
+	if turn.User != "before\x00after the NUL byte" || turn.UserTokens <= loadLlama3(t).Count(turn.User) || turn.MaxTokens < 3 {
+		t.Errorf("got %+v", turn)
+	}
+}
+
 // TestConversationsFileBadInput checks that each bad file is one error
 // naming the file, the line and the field.
 func TestConversationsFileBadInput(t *testing.T) {
