@@ -17,7 +17,8 @@ type message struct {
 }
 
 // readConversations reads a conversations file in vLLM's multi-turn input
-// format: a JSON list of {"id": string, "messages": [{"role", "content"}]}
+// format (Load reads a file that holds an object as a generator
+// configuration instead, as vLLM's --input-file does): a JSON list of {"id": string, "messages": [{"role", "content"}]}
 // in which messages alternate user, assistant, user, ... from a user
 // message (an optional system message may come first; vLLM's client
 // rejects one). Each user message becomes a Turn; its MaxTokens is the

@@ -83,7 +83,8 @@ func TestConversationsFileBadInput(t *testing.T) {
 	}{
 		{"syntax error", "[\n {\"id\": \"a\", \"messages\": [\n  {\"role\": \"user\" \"content\": \"hi\"}\n ]}\n]", 3, []string{"malformed JSON"}},
 		{"truncated", "[\n {\"id\": \"a\", \"messages\": [\n  {\"role\": \"user\", \"content\": \"hi\"}\n", 3, []string{"malformed JSON"}},
-		{"not a list", "{\"id\": \"a\"}", 1, []string{"want a JSON list"}},
+		{"not a list", "{\"id\": \"a\"}", 1, []string{"filetype: missing", "a conversations file is a JSON list"}},
+		{"a number", "42", 1, []string{"want a JSON list"}},
 		{"not alternating", `[
  {"id": "a", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
  {"id": "b", "messages": [

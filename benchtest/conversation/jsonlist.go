@@ -165,3 +165,25 @@ func jsonKind(raw json.RawMessage) string {
 	}
 	return fmt.Sprintf("a number (%s)", raw)
 }
+
+// holdsObject reports whether the file at path starts, after white space,
+// with a JSON object rather than a list.
+func holdsObject(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b == '{'
+	}
+}

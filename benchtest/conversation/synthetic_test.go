@@ -74,6 +74,16 @@ func TestSyntheticVLLMConfig(t *testing.T) {
 	}
 }
 
+// TestFileKindReadsGeneratorConfig: like vLLM's --input-file, a file
+// source holding a JSON object is a generator configuration.
+func TestFileKindReadsGeneratorConfig(t *testing.T) {
+	a := mustLoad(t, Source{Kind: KindFile, Path: "generate_multi_turn.json"}, "testdata", 5)
+	b := mustLoad(t, Source{Kind: KindSynthetic, Path: "generate_multi_turn.json"}, "testdata", 5)
+	if len(a) != 24 || !reflect.DeepEqual(a, b) {
+		t.Errorf("file kind gave %d conversations, not the synthetic source's", len(a))
+	}
+}
+
 // TestSyntheticExactTokens checks that user messages count exactly the
 // drawn tokens, the first turn's prefix on top, for text files and the
 // bundled text.

@@ -33,6 +33,13 @@ func ReadGenerateConfig(path string) (Synthetic, error) {
 	if len(data) > maxConfigBytes {
 		return s, fileErr(path, 0, "over the maximum %d bytes for a generator config", maxConfigBytes)
 	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return s, configErr(path, data, err)
+	}
+	if _, ok := keys["filetype"]; !ok {
+		return s, fileErr(path, lineAt(data, int64(bytes.IndexByte(data, '{'))), "filetype: missing; a generator configuration has \"filetype\": %q (a conversations file is a JSON list)", GenerateFiletype)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
