@@ -39,13 +39,14 @@ type traceLine struct {
 // appears (words drawn from the tokenizer's vocabulary by a generator
 // seeded with the seed and the hash id; see blockVocabOf), and a line's
 // user message is its blocks' words, a text that encodes to exactly those
-// ids. Lines that share a leading run of hash ids therefore
-// send the same tokens up to the end of that run, so the server can reuse
-// that prefix's KV cache across requests as the trace records; a shared
-// id after a differing one repeats the text but is not a prefix hit, as in
-// Mooncake (a hash id there stands for the whole prefix up to its block).
-// Should the text not re-encode to input_length tokens, it is fixed up at
-// its end (vLLM's random-dataset fix-up), so UserTokens is input_length.
+// ids. Lines that share a leading run of hash ids therefore send the same
+// tokens up to the end of that run, so the server can reuse that prefix's
+// KV cache across requests as the trace records; a shared id after a
+// differing one repeats the text but is not a prefix hit, as in Mooncake
+// (a hash id there stands for the whole prefix up to its block). With a
+// tokenizer whose words do not encode back to themselves (blockVocabOf's
+// fallback), the blocks are decoded ids and the text is fixed up at its
+// end to count input_length tokens (vLLM's random-dataset fix-up).
 func readTrace(ctx context.Context, path string, block, maxRequests int, tok *tokenizer.Tokenizer, seed int64) ([]Conversation, error) {
 	lines, err := scanTrace(ctx, path, block, maxRequests)
 	if err != nil {
