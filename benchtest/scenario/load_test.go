@@ -160,7 +160,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad url with credentials", "name: a\ntarget:\n  kind: url\n  url: ftp://u:planted-pw-9@h/\n", `bad.yaml:4: target.url: want http://host:port, got "ftp://xxxxx@h/"`},
 		{"vllm block unknown key", "name: a\ntarget: {kind: sim, vllm: {argz: [x]}}\n", "bad.yaml:2: target.vllm.argz: unknown key (known keys here: model, image, args, env)"},
 		{"profile on vllm", "name: a\ntarget: {kind: vllm, model: m, profile: cpu}\n", "bad.yaml:2: target.profile: a simulator profile needs target.kind sim or inproc; this target is vllm"},
-		{"bad backend", "name: a\nbackend: tgi\n", `bad.yaml:2: backend: must be one of openai, vllm, openai-chat, openai-embeddings, vllm-rerank; got "tgi"`},
+		{"bad backend", "name: a\nbackend: tgi\n", `bad.yaml:2: backend: must be one of openai, vllm, openai-chat, openai-embeddings, vllm-rerank, openai-responses; got "tgi"`},
 		{"bad endpoint", "name: a\nendpoint: v1/completions\n", `bad.yaml:2: endpoint: must be a path starting with /, got "v1/completions"`},
 		{"bad dataset", "name: a\ndataset: {name: imdb}\n", `bad.yaml:2: dataset.name: must be one of random, random-rerank, sharegpt, custom, spec_bench, sonnet, burstgpt, prefix_repetition, txt-slices; got "imdb"`},
 		{"file dataset without path", "name: a\ndataset:\n  name: sharegpt\n", "bad.yaml:2: dataset.path: required for the sharegpt dataset"},

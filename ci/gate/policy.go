@@ -135,6 +135,8 @@ func DefaultPolicy() *Policy {
 			{Unit: "ttft-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}},
 			{Unit: "goodput-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 			{Unit: "max-rate-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+			{Unit: "ttfc-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+			{Unit: "broken-tool-call-ratio", Tolerance: Tolerance{Amount: 0, Sign: 1}, Optional: true},
 		},
 	}
 }
@@ -153,6 +155,12 @@ gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
     # better: higher # would override the inputs' "Unit goodput-req/s better=..." line
   max-rate-req/s:    # capacity (scenarios with a capacity: block) may drop 5%
     tolerance: 5%
+    optional: true
+  ttfc-p99-sec:      # time to first content token (runs with reasoning or tool calls) may get 5% worse
+    tolerance: 5%
+    optional: true
+  broken-tool-call-ratio: # share of requests whose tool call broke: any significant rise fails
+    tolerance: +0
     optional: true
 `
 
