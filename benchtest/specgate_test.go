@@ -49,7 +49,7 @@ server_metrics: {interval: 100ms}
 	targets := map[string]*Target{}
 	for side, prob := range map[string]string{"base": "0.7", "head": "0.4"} {
 		srv, err := simulator.New(simulator.Config{Profile: "instant", Set: map[string]string{
-			"model": "servegate/sim-spec", "step_fixed_ms": "4", "max_num_seqs": "8",
+			"model": "servegate/sim-spec", "step_fixed_ms": "10", "max_num_seqs": "8",
 			"spec_draft_tokens": "4", "spec_accept_prob": prob,
 		}})
 		require.NoError(t, err)
