@@ -131,6 +131,6 @@ func TestScenarioFiles(t *testing.T) {
 			have["capacity"] = true
 		}
 	}
-	assert.Equal(t, []string{"capacity", "chat-poisson", "completions-bursty", "prefix-cached", "prefix-uncached", "ramp-up-linear", "saturation"}, names)
+	assert.Equal(t, []string{"capacity", "chat-poisson", "completions-bursty", "prefix-cached", "prefix-uncached", "ramp-up-linear", "reasoning", "responses-api", "saturation"}, names)
 	assert.Equal(t, map[string]bool{"ramp-up": true, "max-concurrency": true, "bursty": true, "poisson": true, "prefix": true, "capacity": true}, have)
 }
