@@ -359,6 +359,11 @@ func writeSynced(name string, data []byte) error {
 // what a benchfmt file reports to benchmarks.
 func readRunFile(path string, benchmarks map[string]Benchmark) ([]byte, File, error) {
 	f := File{Name: filepath.Base(path)}
+	// A reader refuses these names (checkFile): filing one would make
+	// every later read of the runner type fail.
+	if strings.HasPrefix(f.Name, ".") || f.Name == manifestFile {
+		return nil, f, fmt.Errorf("%s: a run cannot hold a file named %q (a dot file, or the run's own %s): rename it", path, f.Name, manifestFile)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, f, err

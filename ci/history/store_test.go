@@ -383,3 +383,28 @@ func TestPruneWhileAdding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left)
 }
+
+// TestAddRefusesUnreadableNames: an add must refuse a file whose base
+// name a reader refuses (a dot file, the manifest's own name), instead of
+// filing a run that makes every later read of its runner type fail.
+func TestAddRefusesUnreadableNames(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	addCommit(t, s, "cpu4", 1, benchfmtFile(t, "aaa", 0.030, ""))
+	for _, name := range []string{".hidden.json", ".x.benchfmt", manifestFile} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), name)
+			body := `{"completed":1}`
+			if strings.HasSuffix(name, ".benchfmt") {
+				body = "BenchmarkX 1 2 ns/op\n"
+			}
+			require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+			_, err := s.Add(context.Background(), AddRequest{Commit: "c002", CommitTime: t0.Add(2 * time.Hour), Runner: "cpu4",
+				Files: []string{benchfmtFile(t, "aaa", 0.03, ""), p}})
+			require.ErrorContains(t, err, name)
+			commits, _, err := s.Commits("cpu4")
+			require.NoError(t, err, "the store is still readable")
+			assert.Len(t, commits, 1)
+		})
+	}
+}
