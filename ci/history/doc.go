@@ -11,6 +11,7 @@
 //	  .lock                            flock(2) file: adds share it, a prune holds it alone
 //	  <runner>/                        one directory per runner type ("ubuntu-latest-4cpu")
 //	    <commit>/                      one directory per commit (its full hash)
+//	      .lock                        flock(2) file: an add holds it alone to check and file its run
 //	      <run>/                       one directory per add: <UTC time>-<8 hex digits>
 //	        manifest.json              the Manifest: commit, commit time, runner, scenario hashes, files
 //	        test.benchfmt ...          the run's files, under their own base names

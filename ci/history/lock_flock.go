@@ -13,7 +13,13 @@ import (
 // release. flock(2) locks belong to the open file, so two adds in one
 // process exclude a prune as two processes do.
 func (s *Store) lock(exclusive bool) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(s.Dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	return lockDir(s.Dir, exclusive)
+}
+
+// lockDir takes the lock file of dir (a store, or a commit directory in
+// it), shared or exclusive, and returns its release.
+func lockDir(dir string, exclusive bool) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock store: %w", err)
 	}

@@ -271,10 +271,18 @@ func (s *Store) Add(ctx context.Context, req AddRequest) (*Run, error) {
 	}
 	defer unlock()
 	commitDir := filepath.Join(s.Dir, req.Runner, req.Commit)
-	if err := s.checkSameCommit(commitDir, &m); err != nil {
+	if err := os.MkdirAll(commitDir, 0o755); err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
-	if err := os.MkdirAll(commitDir, 0o755); err != nil {
+	// Adds share the store's lock, so the check against the commit's
+	// other runs and this run's rename hold the commit's own lock alone:
+	// otherwise two adds that disagree both pass the check and both land.
+	unlockCommit, err := lockDir(commitDir, true)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	defer unlockCommit()
+	if err := s.checkSameCommit(commitDir, &m); err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
 	tmp, err := os.MkdirTemp(commitDir, addPrefix)

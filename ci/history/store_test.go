@@ -408,3 +408,36 @@ func TestAddRefusesUnreadableNames(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentAddsDisagreeing: adds of one commit that disagree (commit
+// time, scenario version) and run at once must not both land: the check
+// against the commit's other runs and the run's rename are one step, or
+// the store is left unreadable for the whole runner type.
+func TestConcurrentAddsDisagreeing(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	const writers = 8
+	files := make([]string, writers)
+	for i := range files {
+		files[i] = benchfmtFile(t, fmt.Sprintf("sha%d", i), 0.03, strings.Repeat("# padding line\n", 2000))
+	}
+	var adds sync.WaitGroup
+	start := make(chan struct{})
+	var landed sync.Map
+	for i := range writers {
+		adds.Go(func() {
+			<-start
+			_, err := s.Add(context.Background(), AddRequest{Commit: "c001", CommitTime: t0.Add(time.Duration(i) * time.Minute), Runner: "cpu4", Files: []string{files[i]}})
+			if err == nil {
+				landed.Store(i, true)
+			}
+		})
+	}
+	close(start)
+	adds.Wait()
+	n := 0
+	landed.Range(func(any, any) bool { n++; return true })
+	assert.Equal(t, 1, n, "adds of one commit with different commit times landed")
+	_, _, err = s.Commits("cpu4")
+	require.NoError(t, err, "the store is readable")
+}
