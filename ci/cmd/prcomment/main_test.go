@@ -207,3 +207,28 @@ func TestNoReport(t *testing.T) {
 	assert.Equal(t, 2, run(context.Background(), []string{"post", "-markdown", missing, "-exit", "0", "-dry-run"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr))
 	assert.Contains(t, stderr.String(), "read the gate's Markdown")
 }
+
+// TestOthersMentioningTheMarker: a reviewer's comment that mentions the
+// hidden marker (quoting it, say) is not the gate's comment: it is never
+// overwritten, and the gate's own comment is the one updated.
+func TestOthersMentioningTheMarker(t *testing.T) {
+	fake := &fakeGitHub{t: t}
+	human := "The bot finds its comment by `<!-- servegate-gate -->`, see ci/cmd/prcomment."
+	fake.nextID++
+	fake.comments = append(fake.comments, comment{ID: fake.nextID, Body: human})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := map[string]string{"GITHUB_API_URL": srv.URL, "GITHUB_REPOSITORY": testRepo, "GITHUB_TOKEN": testToken}
+	for range 2 {
+		md, js, exit := gateReports(t, "within")
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"post", "-markdown", md, "-json", js, "-exit", strconv.Itoa(exit), "-pr", strconv.Itoa(testPR)},
+			func(k string) string { return env[k] }, &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+	}
+	require.Len(t, fake.comments, 2)
+	assert.Equal(t, human, fake.comments[0].Body, "a reviewer's comment was overwritten")
+	assert.True(t, strings.HasPrefix(fake.comments[1].Body, "<!-- servegate-gate -->\n"))
+	assert.Equal(t, 1, fake.posts)
+	assert.Equal(t, 1, fake.patches)
+}
