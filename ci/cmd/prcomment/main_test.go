@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -231,4 +232,29 @@ func TestOthersMentioningTheMarker(t *testing.T) {
 	assert.True(t, strings.HasPrefix(fake.comments[1].Body, "<!-- servegate-gate -->\n"))
 	assert.Equal(t, 1, fake.posts)
 	assert.Equal(t, 1, fake.patches)
+}
+
+// TestBodyFitsWithManyRegressions: when every unit of many scenarios
+// regresses (a broken build), the comment still fits GitHub's 65536
+// characters, so it is posted rather than refused with a 422.
+func TestBodyFitsWithManyRegressions(t *testing.T) {
+	rep := gate.Report{Verdict: gate.Fail}
+	for i := range 1000 {
+		rep.Comparisons = append(rep.Comparisons, &gate.Comparison{
+			Benchmark: fmt.Sprintf("Scenarios/scenario=chat-%04d-with-a-long-descriptive-name", i), Unit: "ttft-p99-sec",
+			Base: &gate.Sample{N: 10}, Head: &gate.Sample{N: 10}, Delta: 0.25, P: 0.0001, PAdjusted: 0.0001,
+			Gated: true, Verdict: gate.Fail,
+		})
+	}
+	js, err := json.Marshal(&rep)
+	require.NoError(t, err)
+	body, err := commentBody(bodyInput{Markdown: strings.Repeat("| row |\n", 20000), JSON: js, Exit: 1,
+		SiteURL: "https://acme.github.io/llm/", Runner: "ubuntu-latest", Marker: "servegate-gate"})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, utf8.RuneCountInString(body), 65536)
+	assert.True(t, strings.HasPrefix(body, "<!-- servegate-gate -->\n## ❌ servegate: regression\n"))
+	assert.True(t, strings.Contains(body, "scenario=chat-0000"), "the first regressions are listed")
+	assert.True(t, strings.Contains(body, "**Regressed (1000):**"), "the comment says how many regressed")
+	assert.True(t, strings.Contains(body, "more: see the gate's report"), "the comment says the list is cut")
+	assert.True(t, strings.HasSuffix(body, "</details>\n"), "the report's details are closed")
 }
