@@ -130,6 +130,11 @@ func Create(dir string) (*Store, error) {
 	}
 	for _, e := range ents {
 		if e.Name() != lockFile && !strings.HasPrefix(e.Name(), layoutFile) {
+			// Another add may have made the store since IsStore looked:
+			// it writes the layout file before anything else.
+			if IsStore(dir) {
+				return Open(dir)
+			}
 			return nil, fmt.Errorf("create store: %s is not empty and holds no %s: refusing to make it a store", dir, layoutFile)
 		}
 	}
