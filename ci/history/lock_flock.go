@@ -42,3 +42,29 @@ func lockDir(dir string, exclusive bool) (func(), error) {
 		f.Close()
 	}, nil
 }
+
+// ReadLock takes the store's lock shared for a reader and returns its
+// release: a prune waits until the reader has read the runs' files, so
+// none vanishes under it (Commits takes it too, for its own reads). A
+// store whose lock file is missing (no add yet) or cannot be opened
+// (read-only) is read unlocked: nothing prunes it.
+func (s *Store) ReadLock() func() {
+	f, err := os.Open(filepath.Join(s.Dir, lockFile))
+	if err != nil {
+		return func() {}
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
+}

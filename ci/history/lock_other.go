@@ -10,3 +10,6 @@ func (s *Store) lock(bool) (func(), error) { return func() {}, nil }
 // lockDir is a no-op where flock(2) is missing: there, two adds of one
 // commit that disagree may both land.
 func lockDir(string, bool) (func(), error) { return func() {}, nil }
+
+// ReadLock is a no-op where flock(2) is missing.
+func (s *Store) ReadLock() func() { return func() {} }

@@ -441,3 +441,61 @@ func TestConcurrentAddsDisagreeing(t *testing.T) {
 	_, _, err = s.Commits("cpu4")
 	require.NoError(t, err, "the store is readable")
 }
+
+// TestReadWhilePruning: a reader (site, gate -history, export) that reads
+// while a prune removes commits sees the store before or after the prune,
+// never a run whose files vanished under it, which it would report as a
+// torn store.
+func TestReadWhilePruning(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	file := benchfmtFile(t, "aaa", 0.03, strings.Repeat("# padding line\n", 500))
+	const n = 60
+	for i := range n {
+		for range 2 {
+			addCommit(t, s, "cpu4", i, file)
+		}
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 1)
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// As gate -history and export do: list, then read the files.
+			err := func() error {
+				defer s.ReadLock()()
+				cs, _, err := s.Commits("cpu4")
+				if err != nil {
+					return err
+				}
+				for _, c := range cs {
+					for _, f := range c.FilesOf(KindBenchfmt) {
+						if _, err := os.ReadFile(f); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}()
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	for keep := n - 2; keep >= MinKeepCommits; keep -= 2 {
+		_, err := s.Prune(Retention{KeepCommits: keep})
+		require.NoError(t, err)
+	}
+	close(stop)
+	reader.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error("reader:", err)
+	}
+}

@@ -47,6 +47,7 @@ func Load(st *history.Store, runner string) ([]Point, []string, error) {
 		}
 		runner = runners[0]
 	}
+	defer st.ReadLock()() // no prune removes a commit while its files are read
 	commits, notes, err := st.Commits(runner)
 	if err != nil {
 		return nil, nil, fmt.Errorf("export: %w", err)
