@@ -45,12 +45,15 @@ type noiseModel struct {
 // request's latency shared (its prompt, the machine), a few percent
 // private to each side. high doubles every private term. autocorr is a
 // control: strong private noise correlated in time, which an i.i.d.
-// bootstrap underestimates.
+// bootstrap underestimates. offset is low noise plus a 3% offset of each
+// side for a whole run, which no bootstrap inside a run can see: only
+// the spread between pairs can.
 var (
 	lowNoise      = noiseModel{Name: "low", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.015, SideRho: 0.8, Jitter: 0.015, Run: 0.005}
 	moderateNoise = noiseModel{Name: "moderate", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.025, SideRho: 0.8, Jitter: 0.025, Run: 0.01}
 	highNoise     = noiseModel{Name: "high", Requests: 200, Prompt: 0.35, Machine: 0.25, Rho: 0.95, Side: 0.05, SideRho: 0.8, Jitter: 0.05, Run: 0.02}
 	autocorrNoise = noiseModel{Name: "autocorr", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.04, SideRho: 0.97, Jitter: 0.005, Run: 0}
+	offsetNoise   = noiseModel{Name: "offset", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.015, SideRho: 0.8, Jitter: 0.015, Run: 0.03}
 )
 
 // run generates one paired run with head slower by effect (0.05 = +5%).
@@ -142,9 +145,10 @@ func calibrate(tb testing.TB, s Sequential, m noiseModel, effect float64, trials
 // synthetic paired runs with time-correlated, shared noise: a clean A/A
 // must fail at most 1% of the time and +5% (the default TTFT tolerance)
 // must be caught at least 95% of the time. It also runs a control that
-// must fail the same check: the i.i.d. bootstrap (block length 1) on
-// noise correlated in time, so that the check is shown to be able to
-// catch a test that underestimates its noise.
+// must fail the same check: the design deciding from the first pair's
+// bootstrap alone, on noise with a per-run offset of each side that a
+// bootstrap inside one run cannot see, so that the check is shown to be
+// able to catch a test that underestimates its noise.
 //
 // In CI it runs 300 trials per row (a few seconds); the thresholds are
 // set so that a test at the goal passes with a wide margin and one at
@@ -168,16 +172,22 @@ func TestSequentialCalibration(t *testing.T) {
 		// first lets the control decide from the first pair, without
 		// the spread between pairs that guards the real design.
 		first bool
+		// student turns on StudentSpread.
+		student bool
 	}
 	rows := []row{
-		{lowNoise, 0, 0, false}, {lowNoise, 0.05, 0, false}, {lowNoise, 0.10, 0, false},
-		{moderateNoise, 0, 0, false}, {moderateNoise, 0.05, 0, false}, {moderateNoise, 0.10, 0, false}, {moderateNoise, 0.025, 0, false},
-		{highNoise, 0, 0, false}, {highNoise, 0.05, 0, false},
-		{autocorrNoise, 0, 0, false}, {autocorrNoise, 0.05, 0, false},
-		{autocorrNoise, 0, 1, true}, // the control: an i.i.d. bootstrap, deciding from pair 1
+		{lowNoise, 0, 0, false, false}, {lowNoise, 0.05, 0, false, false}, {lowNoise, 0.10, 0, false, false},
+		{moderateNoise, 0, 0, false, false}, {moderateNoise, 0.05, 0, false, false}, {moderateNoise, 0.10, 0, false, false}, {moderateNoise, 0.025, 0, false, false},
+		{highNoise, 0, 0, false, false}, {highNoise, 0.05, 0, false, false},
+		{autocorrNoise, 0, 0, false, false}, {autocorrNoise, 0.05, 0, false, false},
+		{autocorrNoise, 0, 1, true, false},
+		{offsetNoise, 0, 0, false, false}, {offsetNoise, 0.05, 0, false, false},
+		{offsetNoise, 0, 0, false, true}, {offsetNoise, 0.05, 0, false, true},
+		{lowNoise, 0, 0, false, true}, {lowNoise, 0.05, 0, false, true},
+		{offsetNoise, 0, 0, true, false}, // the control: deciding from pair 1, without the spread between pairs
 	}
 	if os.Getenv(envCalibrationTrials) == "" {
-		rows = []row{{lowNoise, 0, 0, false}, {lowNoise, 0.05, 0, false}, {moderateNoise, 0, 0, false}, {autocorrNoise, 0, 1, true}}
+		rows = []row{{lowNoise, 0, 0, false, false}, {lowNoise, 0.05, 0, false, false}, {moderateNoise, 0, 0, false, false}, {offsetNoise, 0, 0, true, false}}
 	}
 	t.Logf("%d trials per row, %d bootstrap replicates, alpha %v beta %v, pairs %d..%d, tolerance +5%%, p99 of %d requests per run",
 		trials, reps, s.Alpha, s.Beta, s.MinPairs, s.MaxPairs, moderateNoise.Requests)
@@ -190,6 +200,7 @@ func TestSequentialCalibration(t *testing.T) {
 		if r.first {
 			design.MinPairs = 1
 		}
+		design.StudentSpread = r.student
 		c := calibrate(t, design, r.model, r.effect, trials, reps, r.block, uint64(i+1))
 		block := "auto"
 		if r.block > 0 {
@@ -198,21 +209,37 @@ func TestSequentialCalibration(t *testing.T) {
 		if r.first {
 			block += ", from pair 1"
 		}
+		if r.student {
+			block += ", Student spread"
+		}
 		t.Logf("| %s | %+.1f%% | %s | %.1f%% | %.1f%% | %.1f%% | %d / %.2f / %d | %.2f%% / %.2f%% | %v |", r.model.Name, 100*r.effect, block,
 			100*c.rate(c.Fail), 100*c.rate(c.Pass), 100*c.rate(c.Undecided), c.PairsMin, c.meanPairs(), c.PairsMax, 100*c.SDD, 100*c.MeanSE, time.Since(start).Round(time.Millisecond))
-		results[fmt.Sprintf("%s/%v/%d", r.model.Name, r.effect, r.block)] = c
+		key := fmt.Sprintf("%s/%v/%d", r.model.Name, r.effect, r.block)
+		if r.first {
+			key += "/first"
+		}
+		if r.student {
+			key += "/student"
+		}
+		results[key] = c
 	}
 	maxFalse := func(c calibration) int { return int(math.Ceil(0.01*float64(c.Trials))) + 5 }
 
 	for _, key := range []string{"low/0/0", "moderate/0/0"} {
 		aa := results[key]
 		require.LessOrEqual(t, aa.Fail, maxFalse(aa), "%s: A/A false fails: the test is anti-conservative", key)
+		// The bootstrap itself: its standard error of one pair's log
+		// ratio against the spread of that log ratio over the trials
+		// (a p99 bootstrap runs about 10% low; the run-level offset adds
+		// noise only the spread between pairs sees).
+		require.InDelta(t, 1, aa.MeanSE/aa.SDD, 0.25, "%s: bootstrap standard error %.4f, spread over trials %.4f", key, aa.MeanSE, aa.SDD)
 	}
 	det := results["low/0.05/0"]
 	require.GreaterOrEqual(t, det.rate(det.Fail), 0.95, "+5%% caught on low noise")
 	require.Less(t, det.meanPairs(), 4.5, "+5%% should be decided in a few pairs on low noise")
 
-	// The control: the same check on an i.i.d. bootstrap must fail.
-	ctl := results["autocorr/0/1"]
-	require.Greater(t, ctl.Fail, maxFalse(ctl), "the i.i.d. bootstrap on time-correlated noise should false-fail more than the check allows; if it does not, the check cannot catch a biased test")
+	// The control: the same check on a test that trusts the bootstrap
+	// alone must fail.
+	ctl := results["offset/0/0/first"]
+	require.Greater(t, ctl.Fail, maxFalse(ctl), "a test deciding from one pair's bootstrap, blind to a per-run offset, should false-fail more than the check allows; if it does not, the check cannot catch a biased test")
 }
