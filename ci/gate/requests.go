@@ -76,7 +76,7 @@ func (r *pairedResult) schedule() []float64 {
 // readPairedResult decodes and checks the fields a pair needs.
 func readPairedResult(data []byte) (*pairedResult, error) {
 	var r pairedResult
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&r); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(nonFiniteToNull(data))).Decode(&r); err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
 	n := len(r.TTFTs)
@@ -96,4 +96,47 @@ func readPairedResult(data []byte) (*pairedResult, error) {
 		}
 	}
 	return &r, nil
+}
+
+// nonFiniteToNull rewrites the bare NaN, Infinity and -Infinity that
+// Python's json.dump writes (and servegate's result files keep, for
+// vLLM's sake) as null, outside strings, so that encoding/json reads the
+// file; a null TTFT reads as 0, which a pair rejects unless the request
+// failed.
+func nonFiniteToNull(data []byte) []byte {
+	if !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")) {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString = true
+		case bytes.HasPrefix(data[i:], []byte("NaN")):
+			out, i = append(out, "null"...), i+len("NaN")-1
+			continue
+		case bytes.HasPrefix(data[i:], []byte("-Infinity")):
+			out, i = append(out, "null"...), i+len("-Infinity")-1
+			continue
+		case bytes.HasPrefix(data[i:], []byte("Infinity")):
+			out, i = append(out, "null"...), i+len("Infinity")-1
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -35,11 +35,21 @@ func TestRequestPairsFromResults(t *testing.T) {
 		{"not json", []byte("{"), head, "chat pair 1: base: read result"},
 		{"no ttfts", base, []byte(`{"errors": []}`), "head: read result: no ttfts"},
 		{"short errors", base, []byte(`{"ttfts": [1], "errors": [], "start_times": [0]}`), "errors: 0 entries for 1 requests"},
+		{"nan ttft of a success", base, []byte(`{"ttfts": [NaN, 1, 1, 1], "errors": ["", "", "", ""], "start_times": [0, 0.1, 0.2, 0.3], "note": "NaN"}`), ""},
 		{"negative start", base, []byte(`{"ttfts": [1], "errors": [""], "start_times": [-1]}`), "request 0: start offset -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := RequestPairsFromResults("chat pair 1", tt.base, tt.head)
+			pairs, _, err := RequestPairsFromResults("chat pair 1", tt.base, tt.head)
+			if tt.want == "" {
+				// Python's bare NaN reads as 0, which the bootstrap
+				// refuses for a request that did not fail.
+				require.NoError(t, err)
+				require.Equal(t, 0.0, pairs[0].Head)
+				_, err = BootstrapPair(pairs, 0.99, 10, 0, nil)
+				require.ErrorContains(t, err, "request pairs, want at least")
+				return
+			}
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
