@@ -57,6 +57,7 @@ func TestMainSequential(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := runHistoryMain(t, append([]string{"-sequential"}, tt.files...)...)
 			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
 			require.Contains(t, out+errOut, tt.out)
 			if code != ExitBadInput {
 				require.Contains(t, out, "pair 1: p99 TTFT")
