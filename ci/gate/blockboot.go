@@ -122,7 +122,8 @@ func blockLength(x []float64) int {
 // replicate is the same statistic as the run's (a p99 stays a p99 of n
 // requests, interpolated the same way), and the standard error is the
 // standard deviation of the replicates' log ratios. reps <= 0 means
-// BootstrapReps; block <= 0 means blockLength of the per-request log differences.
+// BootstrapReps; block <= 0 means blockLength of the per-request log
+// differences; a nil rng means a constantly seeded one.
 //
 // A replicate costs O(n): each side's values are ranked once, and a
 // replicate only counts how often it drew each rank.
@@ -141,6 +142,9 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 	}
 	if reps <= 0 {
 		reps = BootstrapReps
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(1, 27))
 	}
 	ps := make([]RequestPair, n)
 	copy(ps, pairs)

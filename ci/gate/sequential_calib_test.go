@@ -16,6 +16,10 @@ import (
 // TestSequentialCalibration's table (unset: the small CI size).
 const envCalibrationTrials = "SERVEGATE_CALIBRATION_TRIALS"
 
+// envCalibrationMinPairs overrides the design's MinPairs, to measure the
+// trade between pairs and guarding against per-run offsets.
+const envCalibrationMinPairs = "SERVEGATE_CALIBRATION_MINPAIRS"
+
 // A noiseModel generates synthetic paired runs: request i of a run is
 // sent to base and head at the same moment, and its log TTFT is the sum
 // of
@@ -165,6 +169,11 @@ func TestSequentialCalibration(t *testing.T) {
 		reps = BootstrapReps
 	}
 	s := DefaultSequential()
+	if v := os.Getenv(envCalibrationMinPairs); v != "" {
+		var err error
+		s.MinPairs, err = strconv.Atoi(v)
+		require.NoError(t, err, envCalibrationMinPairs)
+	}
 	type row struct {
 		model  noiseModel
 		effect float64

@@ -126,6 +126,13 @@ func TestBootstrapPair(t *testing.T) {
 	require.Equal(t, e.D, e2.D)
 	require.Equal(t, e.Block, e2.Block)
 
+	// A nil generator is a constantly seeded one: the same verdict twice.
+	a, err := BootstrapPair(pairs, 0.99, 50, 0, nil)
+	require.NoError(t, err)
+	b, err := BootstrapPair(pairs, 0.99, 50, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+
 	// Identical sides: no change and no noise.
 	same := make([]RequestPair, 100)
 	for i := range same {
