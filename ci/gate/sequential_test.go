@@ -53,6 +53,21 @@ func TestSequentialDecide(t *testing.T) {
 	}
 }
 
+// TestSequentialStudentSpread: the same three pairs, whose spread is
+// their only evidence of noise, decide without StudentSpread and stay
+// open with it (the spread of 3 pairs counted at t with 2 df).
+func TestSequentialStudentSpread(t *testing.T) {
+	s := DefaultSequential()
+	pairs := est(0.001, 0.08, 0.10, 0.12)
+	l, err := s.Decide(pairs, 0.05, -1)
+	require.NoError(t, err)
+	require.Equal(t, Regression, l.Decision, l.Why)
+	s.StudentSpread = true
+	l, err = s.Decide(pairs, 0.05, -1)
+	require.NoError(t, err)
+	require.Equal(t, Continue, l.Decision, l.Why)
+}
+
 func TestSequentialDecideErrors(t *testing.T) {
 	s := DefaultSequential()
 	tests := []struct {
