@@ -222,14 +222,23 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 	}
 	for !preempted && len(e.waiting) > 0 && len(e.running) < e.p.MaxNumSeqs && budget > 0 {
 		s := e.waiting[0]
+		local, loaded := -1, 0
 		if len(s.blocks) == 0 {
-			e.hitPrefixCache(s)
+			local, loaded = e.hitPrefixCache(s)
 		}
 		n := min(s.numTokens()-s.numComputed, budget)
 		if !e.reserve(s, s.numComputed+n) {
+			// Not scheduled, so its load from the offload tier is not
+			// issued either (vLLM asks the connector only for a request
+			// it can allocate): the blocks meant for it hold nothing.
+			e.kv.forget(s.blocks[len(s.blocks)-loaded:])
+			e.loaded -= loaded
 			e.free(s)
 			s.numComputed = 0
 			break
+		}
+		if local >= 0 {
+			e.noteQuery(s, local, loaded)
 		}
 		e.waiting = e.waiting[1:]
 		s.state = seqRunning
@@ -274,8 +283,10 @@ func (e *engine) cacheBlocks(s *seq, n int) {
 }
 
 // hitPrefixCache gives a sequence the cached blocks of its longest cached
-// prefix. At least one token is always left to compute.
-func (e *engine) hitPrefixCache(s *seq) {
+// prefix, and the blocks after them that the offload tier has, loaded back.
+// At least one token is always left to compute. It returns the tokens
+// found in the cache and the blocks loaded.
+func (e *engine) hitPrefixCache(s *seq) (local, loaded int) {
 	bs := e.p.BlockSize
 	full := (s.numTokens() - 1) / bs
 	hashes := s.blockHashes(full, bs)
@@ -284,8 +295,14 @@ func (e *engine) hitPrefixCache(s *seq) {
 	s.blocks = append(s.blocks[:0], hits...)
 	s.numComputed = len(hits) * bs
 	s.committed = len(hits)
-	local := s.numComputed
-	loaded := e.loadOffloaded(s, hashes[len(hits):])
+	return s.numComputed, e.loadOffloaded(s, hashes[len(hits):])
+}
+
+// noteQuery records, once per sequence, the prefix lookup of its first
+// admission: local tokens found in the cache, loaded blocks from the
+// offload tier.
+func (e *engine) noteQuery(s *seq, local, loaded int) {
+	bs := e.p.BlockSize
 	if !s.queried {
 		s.queried = true
 		e.metrics.prefixQuery(s.numTokens(), local)
