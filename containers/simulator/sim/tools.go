@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"unicode/utf8"
 )
 
 // toolSpec is what the simulator reads of one entry of a request's tools.
@@ -124,10 +125,7 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 			}
 		}
 	}
-	name := spec.Function.Name
-	if len(name) > maxToolNameBytes {
-		name = name[:maxToolNameBytes]
-	}
+	name := cutUTF8(spec.Function.Name, maxToolNameBytes)
 	key := "input"
 	if props := spec.Function.Parameters.Properties; len(props) > 0 {
 		keys := make([]string, 0, len(props))
@@ -135,10 +133,7 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		key = keys[rng.IntN(len(keys))]
-		if len(key) > maxToolNameBytes {
-			key = key[:maxToolNameBytes]
-		}
+		key = cutUTF8(keys[rng.IntN(len(keys))], maxToolNameBytes)
 	}
 	head := `{"name": ` + string(marshal(name)) + `, "arguments":`
 	open := ` {` + string(marshal(key)) + `: "`
@@ -164,6 +159,19 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 		p.args += a
 	}
 	return p
+}
+
+// cutUTF8 returns s cut to at most n bytes on a character boundary: a
+// character cut in two would go out as U+FFFD, a name the client sends back
+// differently from the one the call was generated with.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // reasoningTokens is how many of an answer of n tokens are reasoning:
