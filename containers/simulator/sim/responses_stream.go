@@ -139,9 +139,7 @@ func (s *Server) responseObject(rj *responsesJob, sq *seq, ids []int, reason, st
 	case len(rest) > 0:
 		text := ""
 		if c.tool != nil {
-			for i := range rest {
-				text += c.tool.argAt[i]
-			}
+			text = c.tool.cutText(len(rest))
 		} else {
 			text = s.vocab.text(rest)
 		}

@@ -98,6 +98,20 @@ type toolPlan struct {
 	script []int  // the call's tokens
 	nameAt int    // index in script of the token that completes the name
 	argAt  []string
+	// textAt is, per token of script, the text of the call that token
+	// completes (its piece's text on the piece's last token): the text
+	// of a call cut short is that of its first tokens.
+	textAt []string
+}
+
+// cutText is the text of a call cut short after its first n tokens, as
+// far as its pieces are complete.
+func (p *toolPlan) cutText(n int) string {
+	t := ""
+	for _, s := range p.textAt[:min(n, len(p.textAt))] {
+		t += s
+	}
+	return t
 }
 
 // maxToolNameBytes bounds a tool name taken into a generated call.
@@ -155,6 +169,10 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 	p.script = append(p.script, tailIDs...)
 	p.argAt = append(p.argAt, make([]string, len(tailIDs))...)
 	p.argAt[len(p.argAt)-1] = `"}`
+	p.textAt = slices.Clone(p.argAt)
+	p.textAt[p.nameAt] = head
+	p.textAt[p.nameAt+len(openIDs)] = open
+	p.textAt[len(p.textAt)-1] = tail
 	for _, a := range p.argAt {
 		p.args += a
 	}

@@ -394,4 +394,38 @@ func TestToolCallLongNamesRenderBack(t *testing.T) {
 	}
 	assert.Equal(t, callText(call.name, call.args), srv.tk.Decode(call.script, false),
 		"the generated call is the text the template renders for it")
+	assert.Equal(t, callText(call.name, call.args), call.cutText(len(call.script)), "a call's text, piece by piece")
+}
+
+// TestToolCallCutShortIsItsText: a tool call that max_tokens cuts short
+// is not parsed, so the answer is the text the model got to, as vLLM's
+// tool parsers return an unparsable call: the call's head (name and the
+// "arguments" key) included, not only the part of its arguments.
+func TestToolCallCutShortIsItsText(t *testing.T) {
+	p := toolParams()
+	_, url := start(t, Config{Params: &p})
+	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
+	body := chatReq([]any{user("weather?")}, map[string]any{"tools": weatherTools, "tool_choice": named, "stream": false, "max_tokens": 20})
+	delete(body, "stream_options")
+	r := post(context.Background(), url+"/v1/chat/completions", body, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content   *string       `json:"content"`
+				ToolCalls []toolCallOut `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &resp))
+	require.Equal(t, "length", resp.Choices[0].FinishReason)
+	require.Equal(t, 20, resp.Usage.CompletionTokens)
+	m := resp.Choices[0].Message
+	assert.Empty(t, m.ToolCalls)
+	require.NotNil(t, m.Content)
+	assert.True(t, strings.HasPrefix(*m.Content, `{"name": "get_weather", "arguments": {"city": "`), "content %q", *m.Content)
 }
