@@ -240,6 +240,9 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 		if local >= 0 {
 			e.noteQuery(s, local, loaded)
 		}
+		if loaded > 0 {
+			e.metrics.offloadLoad(loaded)
+		}
 		e.waiting = e.waiting[1:]
 		s.state = seqRunning
 		e.running = append(e.running, s)
@@ -307,7 +310,7 @@ func (e *engine) noteQuery(s *seq, local, loaded int) {
 		s.queried = true
 		e.metrics.prefixQuery(s.numTokens(), local)
 		if e.kv.offload != nil {
-			e.metrics.offloadQuery(s.numTokens()-local, loaded*bs, loaded)
+			e.metrics.offloadQuery(s.numTokens()-local, loaded*bs)
 		}
 		s.mu.Lock()
 		s.truth.CachedTokens = s.numComputed
