@@ -222,12 +222,12 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 	}
 	for !preempted && len(e.waiting) > 0 && len(e.running) < e.p.MaxNumSeqs && budget > 0 {
 		s := e.waiting[0]
-		local, loaded := -1, 0
+		local, loaded, fits := -1, 0, true
 		if len(s.blocks) == 0 {
-			local, loaded = e.hitPrefixCache(s)
+			local, loaded, fits = e.hitPrefixCache(s, budget)
 		}
 		n := min(s.numTokens()-s.numComputed, budget)
-		if !e.reserve(s, s.numComputed+n) {
+		if !fits || !e.reserve(s, s.numComputed+n) {
 			// Not scheduled, so its load from the offload tier is not
 			// issued either (vLLM asks the connector only for a request
 			// it can allocate): the blocks meant for it hold nothing.
@@ -288,8 +288,10 @@ func (e *engine) cacheBlocks(s *seq, n int) {
 // hitPrefixCache gives a sequence the cached blocks of its longest cached
 // prefix, and the blocks after them that the offload tier has, loaded back.
 // At least one token is always left to compute. It returns the tokens
-// found in the cache and the blocks loaded.
-func (e *engine) hitPrefixCache(s *seq) (local, loaded int) {
+// found in the cache and the blocks loaded; fits is false (and nothing is
+// loaded) when the load and the step's chunk of s (up to budget tokens)
+// would need more blocks than are free.
+func (e *engine) hitPrefixCache(s *seq, budget int) (local, loaded int, fits bool) {
 	bs := e.p.BlockSize
 	full := (s.numTokens() - 1) / bs
 	hashes := s.blockHashes(full, bs)
@@ -298,7 +300,9 @@ func (e *engine) hitPrefixCache(s *seq) (local, loaded int) {
 	s.blocks = append(s.blocks[:0], hits...)
 	s.numComputed = len(hits) * bs
 	s.committed = len(hits)
-	return s.numComputed, e.loadOffloaded(s, hashes[len(hits):])
+	local = s.numComputed
+	loaded, fits = e.loadOffloaded(s, hashes[len(hits):], budget)
+	return local, loaded, fits
 }
 
 // noteQuery records, once per sequence, the prefix lookup of its first
@@ -321,15 +325,26 @@ func (e *engine) noteQuery(s *seq, local, loaded int) {
 
 // loadOffloaded continues a prefix hit in the offload tier: the blocks of
 // hashes (those after the cache's hits) found there are loaded back into
-// fresh cache blocks, as many as are free, and charged to this step.
-func (e *engine) loadOffloaded(s *seq, hashes []uint64) int {
+// fresh cache blocks, as many as are free, and charged to this step. Like
+// vLLM's allocation, it first checks that the loaded blocks and those of
+// the step's chunk (up to budget tokens) are free, and when they are not
+// it loads (and evicts) nothing and says so.
+func (e *engine) loadOffloaded(s *seq, hashes []uint64, budget int) (int, bool) {
 	if e.kv.offload == nil || len(hashes) == 0 {
-		return 0
+		return 0, true
 	}
 	n := min(e.kv.offload.match(hashes), e.kv.numFree())
+	if n == 0 {
+		return 0, true
+	}
+	bs := e.p.BlockSize
+	t := s.numComputed + n*bs
+	if need := (t+min(s.numTokens()-t, budget)+bs-1)/bs - len(s.blocks); need > e.kv.numFree() {
+		return 0, false
+	}
 	ids, ok := e.kv.allocate(n)
-	if !ok || n == 0 {
-		return 0
+	if !ok {
+		return 0, false
 	}
 	for i, id := range ids {
 		e.kv.commit(id, hashes[i])
@@ -338,7 +353,7 @@ func (e *engine) loadOffloaded(s *seq, hashes []uint64) int {
 	s.numComputed += n * e.p.BlockSize
 	s.committed += n
 	e.loaded += n
-	return n
+	return n, true
 }
 
 // reserve makes sure s has blocks for its first n tokens.

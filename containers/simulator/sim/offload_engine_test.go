@@ -31,8 +31,8 @@ func runStep(tb testing.TB, e *engine) (Step, []stepPlan) {
 // the offload tier but which cannot get the rest of its blocks is not
 // scheduled, so its load is not issued either (vLLM's scheduler asks the
 // connector only for a request it can allocate): the step charges no
-// loaded blocks, and the blocks it did not load are not findable in the
-// cache as if they had been.
+// loaded blocks, the blocks it did not load are not findable in the cache
+// as if they had been, and no cached block was evicted to make room.
 func TestOffloadLoadOnlyForScheduled(t *testing.T) {
 	p := testParams()
 	p.NumKVBlocks, p.BlockSize, p.MaxNumBatchedTokens = 16, 16, 4096
@@ -61,6 +61,8 @@ func TestOffloadLoadOnlyForScheduled(t *testing.T) {
 
 	// c starts with a's prompt: 4 blocks in the offload tier, a free
 	// block to load one into, but 11 blocks needed.
+	spare := e.kv.blocks[e.kv.free.Front().Value.(int)]
+	require.True(t, spare.hashed, "the free block caches one of b's")
 	c := engineSeq(1000, 164, 1)
 	copy(c.prompt, engineSeq(1000, 64, 1).prompt)
 	e.submit(c)
@@ -73,4 +75,5 @@ func TestOffloadLoadOnlyForScheduled(t *testing.T) {
 	require.Empty(t, e.kv.lookup(c.blockHashes(1, 16)), "blocks not loaded are not in the cache")
 	require.Equal(t, 1, e.kv.numFree())
 	require.Zero(t, c.truth.OffloadTokens, "nothing loaded for c yet")
+	require.Len(t, e.kv.lookup([]uint64{spare.hash}), 1, "a failed admission evicts nothing (vLLM checks the free blocks before it allocates)")
 }
