@@ -76,6 +76,19 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	switch f := j.fault; {
+	case f.abortAfter >= 0:
+		panic(http.ErrAbortHandler)
+	case f.errorAfter >= 0:
+		writeError(w, newError(http.StatusInternalServerError, "The simulated engine failed (injected by the simulator)."))
+		return
+	case f.stall > 0 && !sleepCtx(r, f.stall):
+		return
+	case f.malformedAfter >= 0:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"` + j.id + `","object":`))
+		return
+	}
 	kids[0].recordChunk(len(ids))
 	writeJSON(w, http.StatusOK, s.responseObject(rj, kids[0], ids, reason, "completed"))
 }
