@@ -61,9 +61,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j := rj.job
-	if j.fault.status != 0 {
-		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
-		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
+	if s.refuseFault(w, r, j, arrival) {
 		return
 	}
 	kids := s.submitJob(j, r, arrival)
