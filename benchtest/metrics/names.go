@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,7 +12,8 @@ import (
 // (the percentile formatted as vLLM formats it: "p99", "p99.9", "p50") and
 // metric is one of vLLM's ttft, tpot, itl, e2el or servegate's extras queue
 // (client queue time), schedule_lag, e2el_with_queue and lateness (the
-// load generator's own delay). servegate also knows failed_<kind> for each
+// load generator's own delay), and for session runs ttft_first_turn,
+// ttft_later_turns and session_duration (session.go). servegate also knows failed_<kind> for each
 // FailureKind, failure_ratio, and the harness health names of Health.
 
 // vllmMetrics are vLLM's latency metrics in the order its result JSON
@@ -40,7 +42,7 @@ func init() {
 // for validating SLOs in scenario files. Percentiles are accepted in the
 // form vLLM writes them ("p99", "p99.9", "p0", "p100"; not "p99.0").
 func KnownMetric(name string) bool {
-	if scalarNames[name] || isHealthName(name) {
+	if scalarNames[name] || isHealthName(name) || slices.Contains(sessionScalars, name) {
 		return true
 	}
 	_, _, _, ok := parseStatName(name)
@@ -84,7 +86,7 @@ func isLatencyMetric(m string) bool {
 			return true
 		}
 	}
-	return false
+	return slices.Contains(sessionMetrics, m)
 }
 
 // PercentileWord formats a percentile the way vLLM names its keys: an
@@ -136,6 +138,9 @@ func (s *Summary) Value(name string) (float64, bool) {
 	if isHealthName(name) {
 		return s.Health.value(name, s.Duration)
 	}
+	if slices.Contains(sessionScalars, name) {
+		return s.sessionValue(name)
+	}
 	if kind, ok := strings.CutPrefix(name, "failed_"); ok && scalarNames[name] {
 		return float64(s.FailuresByKind[FailureKind(kind)]), true
 	}
@@ -179,5 +184,5 @@ func (s *Summary) stats(metric string) (Stats, bool) {
 	case "lateness":
 		return s.Lateness, true
 	}
-	return Stats{}, false
+	return s.Sessions.stats(metric)
 }

@@ -37,11 +37,30 @@ func (s *Summary) recordArrays() object {
 			chunks[i] = r.ChunkTokens
 		}
 	}
-	return object{
+	o := object{
 		{"request_ids", ids}, {"prompt_lens", prompts},
 		{"scheduled_times", sched}, {"dispatch_times", disp}, {"free_times", free},
 		{"failure_kinds", kinds}, {"unsent", unsent}, {"chunk_tokens", chunks},
 	}
+	if s.Sessions != nil {
+		o = append(o, s.sessionArrays()...)
+	}
+	return o
+}
+
+// sessionArrays are a session run's per-request arrays: the session, the
+// turn, the tool round and the tool-cap flag of each request.
+func (s *Summary) sessionArrays() object {
+	n := len(s.records)
+	ids := make([]string, n)
+	turns := make([]int, n)
+	rounds := make([]int, n)
+	capped := make([]any, n)
+	for i := range s.records {
+		r := &s.records[i]
+		ids[i], turns[i], rounds[i], capped[i] = r.SessionID, r.Turn, r.ToolRound, r.ToolCapHit
+	}
+	return object{{"session_ids", ids}, {"session_turns", turns}, {"session_tool_rounds", rounds}, {"tool_cap_hit", capped}}
 }
 
 // savedResult is the part of a detailed result file records come from.
@@ -63,6 +82,10 @@ type savedResult struct {
 	FailureKinds   []string    `json:"failure_kinds"`
 	Unsent         []bool      `json:"unsent"`
 	ChunkTokens    [][]int     `json:"chunk_tokens"`
+	SessionIDs     []string    `json:"session_ids"`
+	SessionTurns   []int       `json:"session_turns"`
+	ToolRounds     []int       `json:"session_tool_rounds"`
+	ToolCapHit     []bool      `json:"tool_cap_hit"`
 }
 
 // RecordsFromResult reads the records back from a detailed result file
@@ -101,7 +124,8 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		"itls": len(v.ITLs), "generated_texts": len(v.GeneratedTexts), "request_ids": len(v.RequestIDs),
 		"prompt_lens": len(v.PromptLens), "scheduled_times": len(v.ScheduledTimes),
 		"dispatch_times": len(v.DispatchTimes), "free_times": len(v.FreeTimes), "failure_kinds": len(v.FailureKinds), "unsent": len(v.Unsent),
-		"chunk_tokens": len(v.ChunkTokens),
+		"chunk_tokens": len(v.ChunkTokens), "session_ids": len(v.SessionIDs), "session_turns": len(v.SessionTurns),
+		"session_tool_rounds": len(v.ToolRounds), "tool_cap_hit": len(v.ToolCapHit),
 	} {
 		if err := check(name, l); err != nil {
 			return nil, 0, err
@@ -153,6 +177,7 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		if v.ChunkTokens != nil {
 			r.ChunkTokens = v.ChunkTokens[i]
 		}
+		readSession(r, &v, i)
 		switch {
 		case v.FailureKinds != nil:
 			r.Failure = FailureKind(v.FailureKinds[i])
@@ -162,4 +187,20 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		r.Success = r.Failure == FailureNone
 	}
 	return recs, ns(*v.Duration), nil
+}
+
+// readSession fills a record's session fields from a saved result.
+func readSession(r *Record, v *savedResult, i int) {
+	if v.SessionIDs != nil {
+		r.SessionID = v.SessionIDs[i]
+	}
+	if v.SessionTurns != nil {
+		r.Turn = v.SessionTurns[i]
+	}
+	if v.ToolRounds != nil {
+		r.ToolRound = v.ToolRounds[i]
+	}
+	if v.ToolCapHit != nil {
+		r.ToolCapHit = v.ToolCapHit[i]
+	}
 }

@@ -78,6 +78,7 @@ var perRequestKeys = []string{
 	"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
 	"start_times", "latencies",
 	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "free_times", "failure_kinds", "unsent", "chunk_tokens",
+	"session_ids", "session_turns", "session_tool_rounds", "tool_cap_hit",
 }
 
 // ResultJSON renders the summary as the file vllm bench serve
@@ -225,6 +226,7 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 		s.setHealth(&o)
 		o.set("invalid", nilIfEmpty(info.Invalid))
 	}
+	s.setSessions(&o)
 	if info.Interrupted {
 		o.set("interrupted", true)
 		o.set("interrupted_by", info.InterruptedBy)
