@@ -126,6 +126,13 @@ func (s *Sessions) check() error {
 	return nil
 }
 
+// SendsConversations reports whether backend sends a whole conversation
+// (Request.Messages), which sessions need: openai-chat and
+// openai-responses.
+func SendsConversations(backend string) bool {
+	return backend == client.BackendOpenAIChat || backend == client.BackendOpenAIResponses
+}
+
 // turns is the number of user turns conversation c sends.
 func (s *Sessions) turns(c *conversation.Conversation) int {
 	if s.MaxTurns > 0 {
@@ -151,8 +158,8 @@ func RunSessions(ctx context.Context, cfg Config, sess Sessions) (*Result, error
 	switch {
 	case cfg.MaxConcurrency > 0 || cfg.NumWarmups > 0 || cfg.RampUp != nil || len(cfg.LoRAModules) > 0 || cfg.Shard.Count > 1 || cfg.TraceArrivals:
 		return nil, errors.New("run sessions: concurrency limit, warm-up requests, ramp-up, LoRA modules, trace arrivals and shards are not for sessions (use Sessions.MaxActive, Sessions.Warmups and the conversations' own times)")
-	case cfg.Backend != client.BackendOpenAIChat:
-		return nil, fmt.Errorf("run sessions: backend %s sends no conversation; sessions need %s", cfg.Backend, client.BackendOpenAIChat)
+	case !SendsConversations(cfg.Backend):
+		return nil, fmt.Errorf("run sessions: backend %s sends no conversation; sessions need %s or %s", cfg.Backend, client.BackendOpenAIChat, client.BackendOpenAIResponses)
 	}
 	warm := sess.Warmups
 	measured := sess.Conversations[warm:]

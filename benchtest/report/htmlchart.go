@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 // This file draws the HTML report's charts as inline SVG, so the report
@@ -238,4 +240,38 @@ func percentileOf(sorted []float64, p float64) float64 {
 		return sorted[len(sorted)-1]
 	}
 	return sorted[i] + (pos-float64(i))*(sorted[i+1]-sorted[i])
+}
+
+// turnsSVG draws the TTFT by turn position of a session run: for each
+// turn (x, 1-based) the median and the p99 of its requests' TTFT (ms), as
+// two lines with a dot per turn.
+func turnsSVG(title string, turns []metrics.TurnTTFT) template.HTML {
+	if len(turns) == 0 {
+		return emptySVG(title)
+	}
+	top := 0.0
+	for _, t := range turns {
+		top = math.Max(top, t.Stats.Percentile(99))
+	}
+	last := float64(turns[len(turns)-1].Turn + 1)
+	c := newSVGChart(0.5, last+0.5, 0, top*1.08, "turn", "TTFT (ms)")
+	c.axes()
+	for i, s := range []struct {
+		class string
+		v     func(metrics.Stats) float64
+	}{
+		{"line", func(s metrics.Stats) float64 { return s.Median }},
+		{"line p99", func(s metrics.Stats) float64 { return s.Percentile(99) }},
+	} {
+		var pts strings.Builder
+		for _, t := range turns {
+			x, y := c.x(float64(t.Turn+1)), c.y(s.v(t.Stats))
+			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
+			fmt.Fprintf(&c.b, `<circle class="dot" cx="%.1f" cy="%.1f" r="3"/>`, x, y)
+		}
+		fmt.Fprintf(&c.b, `<polyline class="%s" points="%s"/>`, s.class, strings.TrimSpace(pts.String()))
+		label := []string{"p50", "p99"}[i]
+		fmt.Fprintf(&c.b, `<text class="marklabel" x="%.1f" y="%.1f">%s</text>`, c.x(last)+4, c.y(s.v(turns[len(turns)-1].Stats))-4, label)
+	}
+	return c.svg(title)
 }

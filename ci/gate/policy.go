@@ -116,6 +116,8 @@ func ParseTolerance(s string) (Tolerance, error) {
 //	ttft-p99-sec:  5% worse at most, i.e. +5% (required)
 //	goodput-req/s: 5% worse at most, i.e. -5% (optional: only scenarios with SLOs report it)
 //	max-rate-req/s: 5% lower at most (optional: only capacity scenarios report it)
+//	ttft-later-p99-sec: 5% worse at most (optional: only session scenarios report it;
+//	               the TTFT of later turns, which prefix reuse decides)
 //
 // fail-ratio comes first: a head whose requests fail more often is worse
 // whatever its latencies say, and a run with no successful request
@@ -135,6 +137,7 @@ func DefaultPolicy() *Policy {
 			{Unit: "ttft-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}},
 			{Unit: "goodput-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 			{Unit: "max-rate-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+			{Unit: "ttft-later-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 		},
 	}
 }
@@ -152,6 +155,9 @@ gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
     optional: true   # reported only by scenarios that declare SLOs
     # better: higher # would override the inputs' "Unit goodput-req/s better=..." line
   max-rate-req/s:    # capacity (scenarios with a capacity: block) may drop 5%
+    tolerance: 5%
+    optional: true
+  ttft-later-p99-sec: # TTFT of later turns (session scenarios), which prefix reuse decides
     tolerance: 5%
     optional: true
 `
