@@ -1,5 +1,5 @@
 # servegate: see README.md.
-.PHONY: setup test scenarios benchstat-check build vllm-image e2e-vllm vet fmt
+.PHONY: setup test scenarios benchstat-check build vllm-image e2e-vllm vet fmt history-demo
 
 setup: ## once per machine: libtokenizers.a built or taken from LIBTOKENIZERS, cached by version, its directory added to go env CGO_LDFLAGS; every module the tests need downloaded
 	go run ./ci/cmd/setup
@@ -13,6 +13,10 @@ scenarios: setup ## the main job, set-up included: every shipped scenario agains
 
 benchstat-check: ## scenario benchmarks twice, benchstat on go test output and benchfmt files
 	scenarios/benchstat-check.sh
+
+history-demo: setup ## a results store of 40 commits from real in-process simulator runs (10% slower server from commit 25) and its dashboard, under out/history-demo (about a minute)
+	rm -rf out/history-demo
+	go run ./ci/cmd/historydemo -out out/history-demo
 
 build: ## the servegate command
 	go build -o servegate ./cmd/servegate

@@ -3,9 +3,11 @@ package conversation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -15,7 +17,8 @@ type message struct {
 }
 
 // readConversations reads a conversations file in vLLM's multi-turn input
-// format: a JSON list of {"id": string, "messages": [{"role", "content"}]}
+// format (Load reads a file that holds an object as a generator
+// configuration instead, as vLLM's --input-file does): a JSON list of {"id": string, "messages": [{"role", "content"}]}
 // in which messages alternate user, assistant, user, ... from a user
 // message (an optional system message may come first; vLLM's client
 // rejects one). Each user message becomes a Turn; its MaxTokens is the
@@ -72,13 +75,13 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 		}
 		msgs := make([]message, len(entry.Messages))
 		for k, m := range entry.Messages {
-			if msgs[k], err = parseMessage(m); err != nil {
-				return nil, fileErr(path, line(k), "%s: messages[%d].%v", name, k, err)
+			if msgs[k], err = parseMessage(m, k); err != nil {
+				return nil, fileErr(path, line(k), "%s: %v", name, err)
 			}
 		}
 		conv, err := turnsOf(msgs, tok)
-		if err != nil {
-			me := err.(*msgError)
+		var me *msgError
+		if errors.As(err, &me) {
 			return nil, fileErr(path, line(me.k), "%s: messages[%d].%s", name, me.k, me.msg)
 		}
 		conv.ID = id
@@ -96,24 +99,24 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 	return convs, nil
 }
 
-// parseMessage reads one {"role", "content"} object.
-func parseMessage(raw json.RawMessage) (message, error) {
+// parseMessage reads message k, a {"role", "content"} object.
+func parseMessage(raw json.RawMessage, k int) (message, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return message{}, fmt.Errorf("role: want an object with \"role\" and \"content\", got %s", jsonKind(raw))
+		return message{}, fmt.Errorf("messages[%d]: want an object with \"role\" and \"content\", got %s", k, jsonKind(raw))
 	}
 	var msg message
 	var ok bool
 	if msg.role, ok = jsonString(m["role"]); !ok {
-		return msg, fmt.Errorf("role: want a string, got %s", jsonKind(m["role"]))
+		return msg, fmt.Errorf("messages[%d].role: want a string, got %s", k, jsonKind(m["role"]))
 	}
 	if msg.content, ok = jsonString(m["content"]); !ok {
-		return msg, fmt.Errorf("content: want a string, got %s", jsonKind(m["content"]))
+		return msg, fmt.Errorf("messages[%d].content: want a string, got %s", k, jsonKind(m["content"]))
 	}
 	if msg.role == "user" && len(m) != 2 {
-		for k := range m {
-			if k != "role" && k != "content" {
-				return msg, fmt.Errorf("%s: a user message has only \"role\" and \"content\" (vLLM's client asserts it)", k)
+		for key := range m {
+			if key != "role" && key != "content" {
+				return msg, fmt.Errorf("messages[%d].%s: a user message has only \"role\" and \"content\" (vLLM's client asserts it)", k, key)
 			}
 		}
 	}
@@ -149,10 +152,10 @@ func turnsOf(msgs []message, tok *tokenizer.Tokenizer) (Conversation, error) {
 			return c, &msgError{k, fmt.Sprintf("role: %q where %q belongs: messages must alternate user, assistant, user, ... from a user message", msgs[k].role, want)}
 		}
 		if want == "assistant" {
-			c.Turns[len(c.Turns)-1].MaxTokens = max(1, tok.Count(msgs[k].content))
+			c.Turns[len(c.Turns)-1].MaxTokens = max(1, len(dataset.EncodeText(tok, msgs[k].content)))
 			continue
 		}
-		c.Turns = append(c.Turns, Turn{User: msgs[k].content, UserTokens: tok.Count(msgs[k].content)})
+		c.Turns = append(c.Turns, Turn{User: msgs[k].content, UserTokens: len(dataset.EncodeText(tok, msgs[k].content))})
 	}
 	return c, nil
 }

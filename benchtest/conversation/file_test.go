@@ -61,6 +61,18 @@ func TestConversationsFile(t *testing.T) {
 	}
 }
 
+// TestConversationsFileNUL counts a message holding a NUL byte in full
+// (the tokenizer binding alone stops at it).
+func TestConversationsFileNUL(t *testing.T) {
+	path := writeFile(t, "convs.json", `[{"id": "a", "messages": [{"role": "user", "content": "before\u0000after the NUL byte"}, {"role": "assistant", "content": "x\u0000y"}]}]`)
+	convs := mustLoad(t, Source{Kind: KindFile, Path: path}, "", 0)
+	checkCounts(t, convs)
+	turn := convs[0].Turns[0]
+	if turn.User != "before\x00after the NUL byte" || turn.UserTokens <= loadLlama3(t).Count(turn.User) || turn.MaxTokens < 3 {
+		t.Errorf("got %+v", turn)
+	}
+}
+
 // TestConversationsFileBadInput checks that each bad file is one error
 // naming the file, the line and the field.
 func TestConversationsFileBadInput(t *testing.T) {
@@ -71,7 +83,8 @@ func TestConversationsFileBadInput(t *testing.T) {
 	}{
 		{"syntax error", "[\n {\"id\": \"a\", \"messages\": [\n  {\"role\": \"user\" \"content\": \"hi\"}\n ]}\n]", 3, []string{"malformed JSON"}},
 		{"truncated", "[\n {\"id\": \"a\", \"messages\": [\n  {\"role\": \"user\", \"content\": \"hi\"}\n", 3, []string{"malformed JSON"}},
-		{"not a list", "{\"id\": \"a\"}", 1, []string{"want a JSON list"}},
+		{"not a list", "{\"id\": \"a\"}", 1, []string{"filetype: missing", "a conversations file is a JSON list"}},
+		{"a number", "42", 1, []string{"want a JSON list"}},
 		{"not alternating", `[
  {"id": "a", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
  {"id": "b", "messages": [
@@ -90,6 +103,10 @@ func TestConversationsFileBadInput(t *testing.T) {
 		{"content not a string", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": [\"x\"]}]}]", 2, []string{"messages[0].content: want a string, got a list"}},
 		{"user message with extra key", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\", \"name\": \"bob\"}]}]", 2, []string{"messages[0].name"}},
 		{"empty list", "[]", 0, []string{"no conversations"}},
+		{"empty file", "", 0, []string{"empty file"}},
+		{"data after the list", "[{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]\n\n]", 3, []string{"unexpected data after the list"}},
+		{"message not an object", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\"},\n\"hello\"]}]", 3, []string{"messages[1]: want an object", "got a string"}},
+		{"entry not an object", "[\n{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]},\n42]", 3, []string{"conversation 1: want an object"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -51,7 +52,7 @@ func checkCounts(tb testing.TB, convs []Conversation) {
 	tok := loadLlama3(tb)
 	for _, c := range convs {
 		for k, t := range c.Turns {
-			if n := tok.Count(t.User); n != t.UserTokens {
+			if n := len(dataset.EncodeText(tok, t.User)); n != t.UserTokens {
 				tb.Fatalf("%s turn %d: UserTokens %d, the tokenizer counts %d", c.ID, k, t.UserTokens, n)
 			}
 		}

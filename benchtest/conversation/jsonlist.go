@@ -40,6 +40,10 @@ func openJSONList(path, what string) (*jsonList, error) {
 		f.Close()
 		return nil, fileErr(path, 0, "%d bytes is over the maximum %d", st.Size(), fileLimit)
 	}
+	if st.Size() == 0 {
+		f.Close()
+		return nil, fileErr(path, 0, "empty file; want a JSON list of %s", what)
+	}
 	l := &jsonList{path: path, f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), size: st.Size()}
 	if t, err := l.dec.Token(); err != nil || t != json.Delim('[') {
 		f.Close()
@@ -63,6 +67,9 @@ func (l *jsonList) next(ctx context.Context) (raw json.RawMessage, off int64, do
 	if !l.dec.More() {
 		if _, err := l.dec.Token(); err != nil {
 			return nil, 0, false, l.syntaxErr(err, l.dec.InputOffset())
+		}
+		if _, err := l.dec.Token(); err != io.EOF {
+			return nil, 0, false, fileErr(l.path, lineOf(l.path, l.dec.InputOffset()), "unexpected data after the list")
 		}
 		return nil, 0, true, nil
 	}
@@ -157,4 +164,26 @@ func jsonKind(raw json.RawMessage) string {
 		return "a boolean"
 	}
 	return fmt.Sprintf("a number (%s)", raw)
+}
+
+// holdsObject reports whether the file at path starts, after white space,
+// with a JSON object rather than a list.
+func holdsObject(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b == '{'
+	}
 }

@@ -10,12 +10,10 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -39,21 +37,22 @@ type traceLine struct {
 // ceil(input_length / block) entries, the last block being cut to what
 // input_length leaves. A hash id's block is the same token ids wherever it
 // appears (words drawn from the tokenizer's vocabulary by a generator
-// seeded with the seed and the hash id; see blockTokens), and a line's
-// user message is its blocks' ids decoded to text, which re-encodes to
-// exactly those ids. Lines that share a leading run of hash ids therefore
-// send the same tokens up to the end of that run, so the server can reuse
-// that prefix's KV cache across requests as the trace records; a shared
-// id after a differing one repeats the text but is not a prefix hit, as in
-// Mooncake (a hash id there stands for the whole prefix up to its block).
-// Should the text not re-encode to input_length tokens, it is fixed up at
-// its end (vLLM's random-dataset fix-up), so UserTokens is input_length.
+// seeded with the seed and the hash id; see blockVocabOf), and a line's
+// user message is its blocks' words, a text that encodes to exactly those
+// ids. Lines that share a leading run of hash ids therefore send the same
+// tokens up to the end of that run, so the server can reuse that prefix's
+// KV cache across requests as the trace records; a shared id after a
+// differing one repeats the text but is not a prefix hit, as in Mooncake
+// (a hash id there stands for the whole prefix up to its block). With a
+// tokenizer whose words do not encode back to themselves (blockVocabOf's
+// fallback), the blocks are decoded ids and the text is fixed up at its
+// end to count input_length tokens (vLLM's random-dataset fix-up).
 func readTrace(ctx context.Context, path string, block, maxRequests int, tok *tokenizer.Tokenizer, seed int64) ([]Conversation, error) {
 	lines, err := scanTrace(ctx, path, block, maxRequests)
 	if err != nil {
 		return nil, err
 	}
-	allowed := blockTokens(tok)
+	vocab := blockVocabOf(tok)
 	convs := make([]Conversation, len(lines))
 	var next sync.Mutex
 	i := 0
@@ -70,7 +69,7 @@ func readTrace(ctx context.Context, path string, block, maxRequests int, tok *to
 				if k >= len(lines) {
 					return
 				}
-				convs[k] = traceConversation(lines[k], block, tok, allowed, seed)
+				convs[k] = traceConversation(lines[k], block, tok, vocab, seed)
 			}
 		}()
 	}
@@ -79,101 +78,6 @@ func readTrace(ctx context.Context, path string, block, maxRequests int, tok *to
 		return nil, err
 	}
 	return convs, nil
-}
-
-// traceConversation builds one line's conversation.
-func traceConversation(l traceLine, block int, tok *tokenizer.Tokenizer, allowed []int, seed int64) Conversation {
-	ids := make([]int, 0, l.input)
-	for _, h := range l.hashes {
-		r := NewRand(uint64(seed), 1, uint64(h))
-		for range min(block, l.input-len(ids)) {
-			ids = append(ids, allowed[r.IntN(len(allowed))])
-		}
-	}
-	fix := NewRand(uint64(seed), 2, uint64(l.line))
-	more := func(n int) []int {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = allowed[fix.IntN(len(allowed))]
-		}
-		return out
-	}
-	text, final := dataset.DecodeToLength(tok, ids, l.input, more)
-	return Conversation{
-		ID:    "line-" + strconv.Itoa(l.line),
-		At:    l.at,
-		HasAt: true,
-		Turns: []Turn{{User: text, UserTokens: len(final), MaxTokens: l.output}},
-	}
-}
-
-// minWords is the fewest stable word tokens blockTokens accepts before it
-// falls back to the whole vocabulary.
-const minWords = 1000
-
-var wordCache sync.Map // *tokenizer.Tokenizer -> []int
-
-// blockTokens lists the token ids blocks are drawn from: words that
-// tokenize back to themselves in any sequence of them: tokens that decode
-// to a space and two or more lowercase ASCII letters and encode back to
-// themselves alone (" the" for Llama-3), or, for a tokenizer whose decoding
-// puts the spaces between words, such words without the space ("the" for
-// BERT).
-// A message of such tokens re-encodes to the same ids, so block k of a line
-// is exactly its tokens [k*block, (k+1)*block) and lines that share hash
-// ids share exactly those tokens. With fewer than minWords such tokens
-// (an unusual tokenizer) it falls back to the base vocabulary without
-// special tokens, whose text re-encodes to other counts (the fix-up then
-// makes the total exact, not the blocks).
-func blockTokens(tok *tokenizer.Tokenizer) []int {
-	if ids, ok := wordCache.Load(tok); ok {
-		return ids.([]int)
-	}
-	special := map[int]bool{}
-	for _, id := range tok.SpecialIDs() {
-		special[id] = true
-	}
-	var spaced, bare, all []int
-	for id := range tok.BaseVocabSize() {
-		if special[id] {
-			continue
-		}
-		all = append(all, id)
-		s := tok.Decode([]int{id}, false)
-		if !isWord(strings.TrimPrefix(s, " ")) {
-			continue
-		}
-		if enc := tok.Encode(s, false); len(enc) == 1 && enc[0] == id {
-			if s[0] == ' ' {
-				spaced = append(spaced, id)
-			} else {
-				bare = append(bare, id)
-			}
-		}
-	}
-	words := spaced
-	switch {
-	case len(spaced) >= minWords:
-	case len(bare) >= minWords && tok.Decode(bare[:2], false) == tok.Decode(bare[:1], false)+" "+tok.Decode(bare[1:2], false):
-		words = bare // decoding puts a space between words (WordPiece)
-	default:
-		words = all
-	}
-	wordCache.Store(tok, words)
-	return words
-}
-
-// isWord reports whether s is two or more lowercase ASCII letters.
-func isWord(s string) bool {
-	if len(s) < 2 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'a' || s[i] > 'z' {
-			return false
-		}
-	}
-	return true
 }
 
 // scanTrace streams the trace's lines and checks each: its keys, its

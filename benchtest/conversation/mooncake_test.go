@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/tokenizer"
 )
 
 // commonTokens returns the length of the longest common prefix of a's and
@@ -137,5 +138,34 @@ func TestTraceBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTraceOtherTokenizer builds trace text for BERT (WordPiece, words
+// without a leading space): the counts are exact there too, and shared
+// hash ids share their tokens.
+func TestTraceOtherTokenizer(t *testing.T) {
+	tok, err := tokenizer.Bundled(tokenizer.BERT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tok.Close()
+	if v := blockVocabOf(tok); !v.stable || len(v.ids) < minWords {
+		t.Fatalf("BERT block vocabulary: %d words, stable %v", len(v.ids), v.stable)
+	}
+	convs, err := Load(context.Background(), Source{Kind: KindMooncake, Path: "mooncake_readme.jsonl"}, "testdata", tok, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := tok.Encode(convs[0].Turns[0].User, false), tok.Encode(convs[1].Turns[0].User, false)
+	if len(a) != 6955 || len(b) != 6472 || convs[0].Turns[0].UserTokens != 6955 {
+		t.Fatalf("BERT counts %d and %d tokens, want 6955 and 6472", len(a), len(b))
+	}
+	n := 0
+	for n < len(b) && a[n] == b[n] {
+		n++
+	}
+	if n != 12*512 {
+		t.Errorf("share %d tokens, want %d", n, 12*512)
 	}
 }

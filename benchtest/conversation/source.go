@@ -16,7 +16,8 @@ const (
 	// KindSynthetic generates conversations with vLLM's generator knobs.
 	KindSynthetic = "synthetic"
 	// KindFile reads a conversations file in vLLM's multi-turn input
-	// format.
+	// format, or, as vLLM's --input-file does, a generator configuration
+	// when the file holds a JSON object.
 	KindFile = "file"
 	// KindShareGPT reads a ShareGPT file through vLLM's
 	// convert_sharegpt_to_openai.py conversion.
@@ -207,6 +208,13 @@ func Load(ctx context.Context, src Source, baseDir string, tok *tokenizer.Tokeni
 		}
 		return s.generate(ctx, dir, tok, seed)
 	case KindFile:
+		if holdsObject(path) { // vLLM's --input-file: a generator configuration
+			s, err := ReadGenerateConfig(path)
+			if err != nil {
+				return nil, err
+			}
+			return s.generate(ctx, "", tok, seed)
+		}
 		return readConversations(ctx, path, tok)
 	case KindShareGPT:
 		return readShareGPT(ctx, path, src, tok, seed)

@@ -1,7 +1,9 @@
 package conversation
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,25 @@ func TestSourceValidate(t *testing.T) {
 	} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("%+v: %v", ok, err)
+		}
+	}
+}
+
+// TestMissingFiles: a file that is not there is an error naming it, for
+// every kind.
+func TestMissingFiles(t *testing.T) {
+	synth := Synthetic{NumConversations: 1, TextFiles: []string{"nope.txt"},
+		PromptInput: PromptInput{NumTurns: constant(2), NumTokens: constant(10)}, PromptOutput: PromptOutput{NumTokens: constant(1)}}
+	for _, src := range []Source{
+		{Kind: KindSynthetic, Synthetic: synth},
+		{Kind: KindSynthetic, Path: "nope.json"},
+		{Kind: KindFile, Path: "nope.json"},
+		{Kind: KindShareGPT, Path: "nope.json"},
+		{Kind: KindMooncake, Path: "nope.jsonl"},
+	} {
+		convs, err := Load(context.Background(), src, "testdata", loadLlama3(t), 0)
+		if err == nil || !strings.Contains(err.Error(), filepath.Join("testdata", "nope.")) || convs != nil {
+			t.Errorf("%s source: %v", src.Kind, err)
 		}
 	}
 }

@@ -139,7 +139,7 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 	r := NewRand(uint64(seed), 0)
 	in, out := s.PromptInput, s.PromptOutput
 	n := s.NumConversations
-	baseTokens := tok.Count(basePrompt)
+	baseTokens := len(dataset.EncodeText(tok, basePrompt))
 	msgs := make([]int, n)
 	for i := range msgs {
 		m := max(in.NumTurns.Int(r, MaxMessages), 2)
@@ -152,7 +152,7 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 	base, common := 0, draw(in.CommonPrefixNumTokens, r, MaxTokens)
 	var commonText string
 	if common > 0 {
-		commonText = tok.Decode(text.slice(0, max(common-2, 0)), false) + "."
+		commonText = dataset.DecodeText(tok, text.slice(0, max(common-2, 0))) + "."
 		base += common
 	}
 	convs := make([]Conversation, n)
@@ -176,14 +176,14 @@ func (s Synthetic) generate(ctx context.Context, baseDir string, tok *tokenizer.
 			if t == 0 {
 				head = commonText + head
 			}
-			plain := tok.Count(head + basePrompt)
+			plain := len(dataset.EncodeText(tok, head+basePrompt))
 			target := max(inTok[t], plain)
 			if t == 0 && prefixes[c] > 0 {
-				head += strconv.Itoa(c) + ", " + tok.Decode(text.slice(base, prefixes[c]), false)
+				head += strconv.Itoa(c) + ", " + dataset.DecodeText(tok, text.slice(base, prefixes[c]))
 				base += prefixes[c]
 			}
 			head += basePrompt
-			ids := tok.Encode(head, false)
+			ids := dataset.EncodeText(tok, head)
 			target += len(ids) - plain // the prefix's tokens, on top of the draw
 			turn := Turn{User: head, UserTokens: len(ids), MaxTokens: outTok[t+1]}
 			if target > len(ids) {

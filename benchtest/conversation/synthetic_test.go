@@ -74,6 +74,16 @@ func TestSyntheticVLLMConfig(t *testing.T) {
 	}
 }
 
+// TestFileKindReadsGeneratorConfig: like vLLM's --input-file, a file
+// source holding a JSON object is a generator configuration.
+func TestFileKindReadsGeneratorConfig(t *testing.T) {
+	a := mustLoad(t, Source{Kind: KindFile, Path: "generate_multi_turn.json"}, "testdata", 5)
+	b := mustLoad(t, Source{Kind: KindSynthetic, Path: "generate_multi_turn.json"}, "testdata", 5)
+	if len(a) != 24 || !reflect.DeepEqual(a, b) {
+		t.Errorf("file kind gave %d conversations, not the synthetic source's", len(a))
+	}
+}
+
 // TestSyntheticExactTokens checks that user messages count exactly the
 // drawn tokens, the first turn's prefix on top, for text files and the
 // bundled text.
@@ -205,7 +215,11 @@ func TestSyntheticBadInput(t *testing.T) {
 		{"bad distribution", `{"filetype": "generate_conversations", "num_conversations": 2, "text_files": ["a.txt"],
 "prompt_input": {"num_turns": {"distribution": "uniform", "min": 2, "max": 4},
   "num_tokens": {"distribution": "zipf"}},
-"prompt_output": {"num_tokens": {"distribution": "constant", "value": 5}}}`, 0, "prompt_input.num_tokens.alpha"},
+"prompt_output": {"num_tokens": {"distribution": "constant", "value": 5}}}`, 3, "prompt_input.num_tokens.alpha"},
+		{"missing distribution", `{"filetype": "generate_conversations", "num_conversations": 2, "text_files": ["a.txt"],
+"prompt_input": {"num_turns": {"distribution": "uniform", "min": 2, "max": 4},
+  "num_tokens": {"distribution": "constant", "value": 5}},
+"prompt_output": {"num_tokens": {"value": 5}}}`, 4, "prompt_output.num_tokens.distribution: missing"},
 	}
 	for _, f := range files {
 		t.Run("file "+f.name, func(t *testing.T) {

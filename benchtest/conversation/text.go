@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/tokenizer"
 )
 
@@ -32,7 +33,7 @@ type corpus struct {
 func readCorpus(files []string, baseDir string, tok *tokenizer.Tokenizer) (*corpus, error) {
 	c := &corpus{}
 	if len(files) == 0 {
-		c.ids = tok.Encode(defaultText, false)
+		c.ids = dataset.EncodeText(tok, defaultText)
 	}
 	for _, name := range files {
 		path := resolve(baseDir, name)
@@ -47,7 +48,7 @@ func readCorpus(files []string, baseDir string, tok *tokenizer.Tokenizer) (*corp
 		if err != nil {
 			return nil, fmt.Errorf("text file: %w", err)
 		}
-		c.ids = append(c.ids, tok.Encode(string(data), false)...)
+		c.ids = append(c.ids, dataset.EncodeText(tok, string(data))...)
 	}
 	if len(c.ids) == 0 {
 		return nil, fmt.Errorf("text files %v: no text to cut conversations from", files)

@@ -33,6 +33,13 @@ func ReadGenerateConfig(path string) (Synthetic, error) {
 	if len(data) > maxConfigBytes {
 		return s, fileErr(path, 0, "over the maximum %d bytes for a generator config", maxConfigBytes)
 	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return s, configErr(path, data, err)
+	}
+	if _, ok := keys["filetype"]; !ok {
+		return s, fileErr(path, lineAt(data, int64(bytes.IndexByte(data, '{'))), "filetype: missing; a generator configuration has \"filetype\": %q (a conversations file is a JSON list)", GenerateFiletype)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
@@ -51,8 +58,7 @@ func ReadGenerateConfig(path string) (Synthetic, error) {
 	if err := s.validate(""); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
-			key := fe.Field[strings.LastIndex(fe.Field, ".")+1:]
-			return s, fileErr(path, lineOfKey(data, key), "%v", err)
+			return s, fileErr(path, lineOfPath(data, fe.Field), "%v", err)
 		}
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,11 +89,23 @@ func lineAt(data []byte, off int64) int {
 	return bytes.Count(data[:off], []byte{'\n'}) + 1
 }
 
-// lineOfKey returns the line of the first "key": in data, or 0.
-func lineOfKey(data []byte, key string) int {
-	i := bytes.Index(data, []byte(`"`+key+`"`))
-	if i < 0 {
-		return 0
+// lineOfKey returns the line of the first "key" in data, or 0.
+func lineOfKey(data []byte, key string) int { return lineOfPath(data, key) }
+
+// lineOfPath returns the line of a dotted key path's last key found in
+// data, looking for each key after the one before it ("prompt_input",
+// then "num_tokens", then "alpha"): the line of the deepest key written,
+// or 0 when not even the first is.
+func lineOfPath(data []byte, path string) int {
+	off, line := 0, 0
+	for _, key := range strings.Split(path, ".") {
+		key, _, _ = strings.Cut(key, "[")
+		i := bytes.Index(data[off:], []byte(`"`+key+`"`))
+		if i < 0 {
+			break
+		}
+		off += i
+		line = lineAt(data, int64(off))
 	}
-	return lineAt(data, int64(i))
+	return line
 }

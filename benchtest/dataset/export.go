@@ -69,3 +69,11 @@ func (p *PyRandom) Sample(n, k int) []int {
 	}
 	return out
 }
+
+// EncodeText returns text's token ids without special tokens, NUL bytes
+// included (the tokenizer binding stops at the first NUL; see nul.go).
+func EncodeText(tok *tokenizer.Tokenizer, text string) []int { return encodeText(tok, text) }
+
+// DecodeText decodes ids to text, special tokens kept, NUL bytes included
+// (the tokenizer binding returns "" for a text that holds NUL).
+func DecodeText(tok *tokenizer.Tokenizer, ids []int) string { return decodeText(tok, ids) }

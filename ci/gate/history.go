@@ -1,16 +1,21 @@
 package gate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/servegate/servegate/ci/history"
 )
 
 // History mode: "servegate gate -history DIR" reads one result file per
@@ -31,12 +36,16 @@ const historySeed = 20141
 
 // A HistoryReport is the outcome of history mode.
 type HistoryReport struct {
-	Dir     string           `json:"dir"`
-	Commits []string         `json:"commits"` // in order
-	Alpha   float64          `json:"alpha"`
-	Series  []*HistorySeries `json:"series"`
-	Notes   []string         `json:"notes,omitempty"`
-	Verdict Verdict          `json:"verdict"`
+	Dir string `json:"dir"`
+	// Runner is the runner type read from a results store.
+	Runner  string   `json:"runner,omitempty"`
+	Commits []string `json:"commits"` // in order
+	// CommitTimes are the commits' times, from a results store.
+	CommitTimes []time.Time      `json:"commit_times,omitempty"`
+	Alpha       float64          `json:"alpha"`
+	Series      []*HistorySeries `json:"series"`
+	Notes       []string         `json:"notes,omitempty"`
+	Verdict     Verdict          `json:"verdict"`
 }
 
 // A HistorySeries is one gated unit of one benchmark over the commits.
@@ -46,9 +55,17 @@ type HistorySeries struct {
 	Better    string `json:"better"`
 	Tolerance string `json:"tolerance"`
 	// Commits and Values are the points: each commit's median of the
-	// series' valid results. A commit without one is left out.
-	Commits []string         `json:"commits"`
-	Values  []float64        `json:"values"`
+	// series' valid results. A commit without one is left out. Low and
+	// High are the smallest and largest of the commit's results, Runs
+	// their number.
+	Commits []string  `json:"commits"`
+	Values  []float64 `json:"values"`
+	Low     []float64 `json:"low"`
+	High    []float64 `json:"high"`
+	Runs    []int     `json:"runs"`
+	// From is the first point the change points were searched from (the
+	// window of the newest points).
+	From    int              `json:"from"`
 	Changes []*HistoryChange `json:"changes"`
 	// Skipped says why the series was not analysed (too few points).
 	Skipped string `json:"skipped,omitempty"`
@@ -57,6 +74,7 @@ type HistorySeries struct {
 // A HistoryChange is one persistent shift.
 type HistoryChange struct {
 	Commit string  `json:"commit"` // the first commit after the change
+	Index  int     `json:"index"`  // its point in the series
 	Before float64 `json:"before"` // median of the segment before
 	After  float64 `json:"after"`  // median of the segment after
 	Change float64 `json:"change"` // (After − Before) / |Before|; NaN when Before is 0
@@ -73,11 +91,20 @@ const (
 	changeWithin      = "within tolerance"
 )
 
-// RunHistory reads dir (see expand; one file per commit, in name order)
-// and analyses every series a rule of pol gates. The commit of a file is
-// its "commit:" configuration value, else its name without extension.
-// Invalid or interrupted results are left out, with a note.
+// RunHistory reads dir and analyses every series a rule of pol gates.
+// dir is a results store (ci/history; its only runner type, else an
+// error that lists them: see RunHistoryStore) or a directory of result
+// files, one per commit, in name order (see expand). The commit of such
+// a file is its "commit:" configuration value, else its name without
+// extension. Invalid or interrupted results are left out, with a note.
 func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) {
+	if history.IsStore(dir) {
+		st, err := history.Open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+		return RunHistoryStore(st, HistoryOptions{Policy: pol, Alpha: alpha})
+	}
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -88,21 +115,100 @@ func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) 
 	if len(files) > historyMaxPoints {
 		return nil, fmt.Errorf("history: %s holds %d result files; at most %d are analysed: keep the newest", dir, len(files), historyMaxPoints)
 	}
-	rep := &HistoryReport{Dir: dir, Alpha: alpha}
-	type key struct{ bench, unit string }
-	values := map[key]map[int][]float64{} // series → commit index → values
-	var order []key
-	units := benchfmt.UnitMetadataMap{}
+	in := make([]historyCommit, len(files))
 	for i, f := range files {
-		commit := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+		in[i] = historyCommit{id: strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), files: []string{f}, named: true}
+	}
+	return analyseHistory(dir, in, pol, alpha, historyMaxPoints)
+}
+
+// HistoryOptions are the settings of RunHistoryStore.
+type HistoryOptions struct {
+	// Runner is the runner type whose commits are read; "" when the
+	// store holds one.
+	Runner string
+	// Policy says which units are gated; nil means DefaultPolicy.
+	Policy *Policy
+	// Alpha is the significance level; 0 means 0.01.
+	Alpha float64
+	// Window is how many of the newest commits the change points are
+	// searched in (older ones are still reported as points); 0 or more
+	// than 500 means 500.
+	Window int
+}
+
+// RunHistoryStore analyses one runner type's commits of a results store
+// (ci/history), oldest first by commit time.
+func RunHistoryStore(st *history.Store, opt HistoryOptions) (*HistoryReport, error) {
+	pol := opt.Policy
+	if pol == nil {
+		pol = DefaultPolicy()
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	alpha := cmp.Or(opt.Alpha, historyAlpha)
+	window := opt.Window
+	if window <= 0 || window > historyMaxPoints {
+		window = historyMaxPoints
+	}
+	runner := opt.Runner
+	if runner == "" {
+		runners, err := st.Runners()
+		if err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+		if len(runners) > 1 {
+			return nil, fmt.Errorf("history: %s holds runs of %d runner types (%s): pick one with -runner", st.Dir, len(runners), strings.Join(runners, ", "))
+		}
+		runner = runners[0]
+	}
+	commits, notes, err := st.Commits(runner)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	in := make([]historyCommit, len(commits))
+	for i, c := range commits {
+		in[i] = historyCommit{id: c.ID, time: c.Time, files: c.FilesOf(history.KindBenchfmt)}
+	}
+	rep, err := analyseHistory(st.Dir, in, pol, alpha, window)
+	if rep != nil {
+		rep.Runner = runner
+		rep.Notes = append(notes, rep.Notes...)
+	}
+	return rep, err
+}
+
+// A historyCommit is one commit's input: its benchfmt files.
+type historyCommit struct {
+	id    string
+	time  time.Time
+	files []string
+	// named: the id is a file name, which a "commit:" key overrides.
+	named bool
+}
+
+// seriesKey names a series.
+type seriesKey struct{ bench, unit string }
+
+// analyseHistory reads the commits' files (oldest first) and finds the
+// change points of each gated series in its newest window points.
+func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, window int) (*HistoryReport, error) {
+	rep := &HistoryReport{Dir: dir, Alpha: alpha}
+	values := map[seriesKey]map[int][]float64{} // series → commit index → values
+	shas := map[string]map[int]string{}         // benchmark → commit index → scenario-sha
+	var order []seriesKey
+	units := benchfmt.UnitMetadataMap{}
+	for i, hc := range in {
+		commit := hc.id
 		refused := 0
-		rd := benchfmt.Files{Paths: []string{f}}
+		rd := benchfmt.Files{Paths: hc.files}
 		for rd.Scan() {
 			switch rec := rd.Result().(type) {
 			case *benchfmt.SyntaxError:
 				return nil, fmt.Errorf("history: %v", rec)
 			case *benchfmt.Result:
-				if c := string(rec.GetConfig("commit")); c != "" {
+				if c := string(rec.GetConfig("commit")); c != "" && hc.named {
 					commit = c
 				}
 				if msg := badValue(rec); msg != "" {
@@ -113,11 +219,16 @@ func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) 
 					refused++
 					continue
 				}
+				bench := string(rec.Name.Full())
+				if shas[bench] == nil {
+					shas[bench] = map[int]string{}
+				}
+				shas[bench][i] = string(rec.GetConfig(scenarioSHAKey))
 				for _, v := range rec.Values {
 					if _, ok := pol.rule(v.Unit); !ok {
 						continue
 					}
-					k := key{string(rec.Name.Full()), v.Unit}
+					k := seriesKey{bench, v.Unit}
 					if values[k] == nil {
 						values[k] = map[int][]float64{}
 						order = append(order, k)
@@ -136,13 +247,17 @@ func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) 
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d invalid or interrupted result line(s) left out", commit, refused))
 		}
 		rep.Commits = append(rep.Commits, commit)
+		if !hc.time.IsZero() {
+			rep.CommitTimes = append(rep.CommitTimes, hc.time)
+		}
 	}
+	rep.Notes = append(rep.Notes, keepNewestVersion(values, shas)...)
 	for _, r := range pol.Rules {
-		if !r.Optional && !slices.ContainsFunc(order, func(k key) bool { ok, _ := path.Match(r.Unit, k.unit); return ok }) {
+		if !r.Optional && !slices.ContainsFunc(order, func(k seriesKey) bool { ok, _ := path.Match(r.Unit, k.unit); return ok }) {
 			return nil, fmt.Errorf("history: %s: no result reports %s, which the policy gates", dir, r.Unit)
 		}
 	}
-	slices.SortStableFunc(order, func(a, b key) int { return strings.Compare(a.bench+"\x00"+a.unit, b.bench+"\x00"+b.unit) })
+	slices.SortStableFunc(order, func(a, b seriesKey) int { return strings.Compare(a.bench+"\x00"+a.unit, b.bench+"\x00"+b.unit) })
 	analysed := 0
 	for _, k := range order {
 		rule, _ := pol.rule(k.unit)
@@ -155,24 +270,32 @@ func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) 
 			if vs := values[k][i]; len(vs) > 0 {
 				s.Commits = append(s.Commits, c)
 				s.Values = append(s.Values, median(vs))
+				s.Low = append(s.Low, slices.Min(vs))
+				s.High = append(s.High, slices.Max(vs))
+				s.Runs = append(s.Runs, len(vs))
 			}
 		}
+		if len(s.Values) == 0 {
+			continue // every point was another scenario version's
+		}
 		rep.Series = append(rep.Series, s)
-		if len(s.Values) < 2*historyMinSegment {
-			s.Skipped = fmt.Sprintf("%d commit(s) with results; a change needs %d on each side", len(s.Values), historyMinSegment)
+		s.From = max(0, len(s.Values)-window)
+		if n := len(s.Values) - s.From; n < 2*historyMinSegment {
+			s.Skipped = fmt.Sprintf("%d commit(s) with results; a change needs %d on each side", n, historyMinSegment)
 			continue
 		}
 		analysed++
-		cps := changePoints(s.Values, alpha, historyMinSegment, historySeed)
+		vals := s.Values[s.From:]
+		cps := changePoints(vals, alpha, historyMinSegment, historySeed)
 		for j, cp := range cps {
-			lo, hi := 0, len(s.Values)
+			lo, hi := 0, len(vals)
 			if j > 0 {
 				lo = cps[j-1].Index
 			}
 			if j+1 < len(cps) {
 				hi = cps[j+1].Index
 			}
-			ch := &HistoryChange{Commit: s.Commits[cp.Index], Before: median(s.Values[lo:cp.Index]), After: median(s.Values[cp.Index:hi]), P: cp.P}
+			ch := &HistoryChange{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: median(vals[lo:cp.Index]), After: median(vals[cp.Index:hi]), P: cp.P}
 			ch.Change = (ch.After - ch.Before) / math.Abs(ch.Before)
 			ch.Kind = changeKind(ch.Before, ch.After, better, rule.Tolerance)
 			s.Changes = append(s.Changes, ch)
@@ -189,6 +312,51 @@ func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) 
 		}
 	}
 	return rep, nil
+}
+
+// scenarioSHAKey is the file configuration key of the scenario's hash
+// (benchtest writes it).
+const scenarioSHAKey = "scenario-sha"
+
+// keepNewestVersion drops, from every benchmark's series, the points of
+// commits that ran another version of its scenario than the newest
+// commit did: results of another scenario file measure something else.
+// It returns a note per benchmark cut.
+func keepNewestVersion(values map[seriesKey]map[int][]float64, shas map[string]map[int]string) []string {
+	var notes []string
+	for _, bench := range slices.Sorted(maps.Keys(shas)) {
+		byCommit := shas[bench]
+		newest := slices.Max(slices.Collect(maps.Keys(byCommit)))
+		want := byCommit[newest]
+		var dropped []int
+		for i, sha := range byCommit {
+			if sha != want {
+				dropped = append(dropped, i)
+			}
+		}
+		if len(dropped) == 0 {
+			continue
+		}
+		for k, m := range values {
+			if k.bench == bench {
+				for _, i := range dropped {
+					delete(m, i)
+				}
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s: %d commit(s) ran another version of the scenario than the newest (scenario-sha %s); left out", bench, len(dropped), shortSHA(want)))
+	}
+	return notes
+}
+
+func shortSHA(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // changeKind judges a shift from before to after against a tolerance in
@@ -237,8 +405,12 @@ func (r *HistoryReport) WriteText(w io.Writer) error {
 	if n := len(r.Commits); n > 0 {
 		first, last = r.Commits[0], r.Commits[n-1]
 	}
+	where := r.Dir
+	if r.Runner != "" {
+		where += " (runner " + r.Runner + ")"
+	}
 	fmt.Fprintf(&b, "history: %d commits in %s (%s … %s), E-divisive means, alpha %g, %d permutations, shifts that last %d commits or more\n",
-		len(r.Commits), r.Dir, first, last, r.Alpha, historyPermutations, historyMinSegment)
+		len(r.Commits), where, first, last, r.Alpha, historyPermutations, historyMinSegment)
 	for _, s := range r.Series {
 		fmt.Fprintf(&b, "\n%s  %s (better %s, tolerance %s)\n", s.Benchmark, s.Unit, s.Better, s.Tolerance)
 		switch {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/servegate/servegate/ci/history"
 )
 
 // Exit codes of Main.
@@ -34,9 +36,11 @@ NaN, an infinity or a negative duration, a run marked interrupted or
 invalid, fewer head runs than base, a policy unit no input reports, too
 few runs to ever detect a change). See ci/README.md for the rule.
 
-With -history DIR, reads one result file per commit of main (in file
-name order; the commit is a file's "commit:" key, else its name) and
-reports every persistent shift of a gated unit with the commit where it
+With -history DIR, reads a results store (servegate history add; with
+-runner when it holds several runner types; commits in commit-time
+order, see docs/history.md) or a directory of one result file per commit
+of main (in file name order; the commit is a file's "commit:" key, else
+its name) and reports every persistent shift of a gated unit with the commit where it
 began (E-divisive means, as Apache Otava). Exit status: 0 no gated series
 ends on a regression, 1 one does, 2 bad input or too short a history.
 
@@ -68,7 +72,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
 	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
 	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
-	history := fs.String("history", "", "change-point detection over the result files in `dir`, one per commit of main, in name order (alpha 0.01 unless -alpha is given)")
+	history := fs.String("history", "", "change-point detection over a results store or the result files in `dir`, one per commit of main, in name order (alpha 0.01 unless -alpha is given)")
+	runner := fs.String("runner", "", "with -history on a results store: the runner `type` whose commits are read (needed when it holds several)")
 	// Flags may come after BASE and HEAD too: parse, take one positional
 	// argument, parse again. After "--" everything is positional.
 	var files []string
@@ -121,7 +126,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if alphaSet {
 			a = *alpha
 		}
-		return mainHistory(*history, *policyFile, a, *format, *mdFile, *jsonFile, stdout, fail)
+		return mainHistory(*history, *runner, *policyFile, a, *format, *mdFile, *jsonFile, stdout, fail)
+	}
+	if *runner != "" {
+		return fail(fmt.Errorf("-runner %s: only with -history on a results store", *runner))
 	}
 	if len(files) != 2 {
 		fs.Usage()
@@ -216,7 +224,7 @@ func writeFile(name string, rep reporter, write func(reporter, io.Writer) error)
 }
 
 // mainHistory runs history mode for Main.
-func mainHistory(dir, policyFile string, alpha float64, format, mdFile, jsonFile string, stdout io.Writer, fail func(error) int) int {
+func mainHistory(dir, runner, policyFile string, alpha float64, format, mdFile, jsonFile string, stdout io.Writer, fail func(error) int) int {
 	write, err := formatter(format)
 	if err != nil {
 		return fail(err)
@@ -225,7 +233,19 @@ func mainHistory(dir, policyFile string, alpha float64, format, mdFile, jsonFile
 	if err != nil {
 		return fail(err)
 	}
-	rep, err := RunHistory(dir, pol, alpha)
+	var rep *HistoryReport
+	switch {
+	case history.IsStore(dir):
+		st, oerr := history.Open(dir)
+		if oerr != nil {
+			return fail(oerr)
+		}
+		rep, err = RunHistoryStore(st, HistoryOptions{Runner: runner, Policy: pol, Alpha: alpha})
+	case runner != "":
+		return fail(fmt.Errorf("-runner %s: %s is no results store (servegate history add makes one)", runner, dir))
+	default:
+		rep, err = RunHistory(dir, pol, alpha)
+	}
 	if rep == nil {
 		return fail(err)
 	}

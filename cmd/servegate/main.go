@@ -6,6 +6,7 @@
 //	servegate gate ...    compare benchmark results and fail on regressions
 //	servegate report ...  summarise a saved detailed result again
 //	servegate merge ...   merge the detailed results of a sharded run
+//	servegate history ... keep results per commit, draw them, export them
 //
 // Run `servegate <command> --help` for each command's flags.
 package main
@@ -34,6 +35,8 @@ commands:
   gate    compare base and head benchmark results; fail on a regression
   report  summarise a saved detailed result again (console, plots, HTML)
   merge   merge the shards' detailed results of one run (bench --shard)
+  history keep results per runner type and commit (add, prune), write the
+          dashboard (site), export for Bencher or Apache Otava (export)
 
 Run 'servegate <command> --help' for the flags of a command.
 `
@@ -67,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runReport(ctx, args[1:], stdout, stderr)
 	case "merge":
 		return runMerge(ctx, args[1:], stdout, stderr)
+	case "history":
+		return runHistory(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "servegate: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/servegate/servegate/ci/gate"
+	"github.com/servegate/servegate/ci/history/site"
+)
+
+// maxBody is the longest comment GitHub takes (65536 characters), less
+// room for the truncation note.
+const maxBody = 65000
+
+// A bodyInput is what the comment is made of.
+type bodyInput struct {
+	// Markdown is the gate's Markdown report, included verbatim.
+	Markdown string
+	// JSON is the gate's JSON report (nil when the gate wrote none).
+	JSON []byte
+	// Exit is the gate's exit code.
+	Exit int
+	// SiteURL and Runner locate the dashboard's charts ("" for no links).
+	SiteURL, Runner string
+	// Marker is the hidden marker's id.
+	Marker string
+}
+
+// markerOf is the hidden HTML comment that finds the comment again.
+func markerOf(id string) string { return "<!-- " + id + " -->" }
+
+// commentBody writes the comment: the hidden marker, the verdict, the
+// regressed units (change, p-value, runs, a link to each chart), the
+// number of runs, then the gate's Markdown report verbatim.
+func commentBody(in bodyInput) (string, error) {
+	var b strings.Builder
+	v := verdictOf(in.Exit)
+	b.WriteString(markerOf(in.Marker) + "\n")
+	fmt.Fprintf(&b, "## %s %s\n\n%s.\n\n", v.icon, v.title, upperFirst(v.text))
+	var rep *gate.Report
+	if len(in.JSON) > 0 {
+		rep = &gate.Report{}
+		if err := json.Unmarshal(in.JSON, rep); err != nil {
+			return "", fmt.Errorf("the gate's JSON report: %w", err)
+		}
+	}
+	if rep != nil {
+		if fails := rep.Failures(); len(fails) > 0 {
+			b.WriteString("**Regressed:**\n\n")
+			for _, c := range fails {
+				name := fmt.Sprintf("`%s` of `%s`", c.Unit, c.Benchmark)
+				if in.SiteURL != "" {
+					name = fmt.Sprintf("[%s](%s)", name, site.ChartURL(in.SiteURL, in.Runner, c.Benchmark, c.Unit))
+				}
+				p := c.PAdjusted
+				if p == 0 {
+					p = c.P
+				}
+				fmt.Fprintf(&b, "- %s: %s (%s; base %s, head %s)\n", name, change(c.Delta), pValue(p), side(c.Base), side(c.Head))
+			}
+			b.WriteString("\n")
+		}
+		base, head := runs(rep)
+		fmt.Fprintf(&b, "It took %d base and %d head run(s) per scenario", base, head)
+		if in.SiteURL != "" {
+			fmt.Fprintf(&b, "; the history of main is on the [dashboard](%s)", in.SiteURL)
+		}
+		b.WriteString(".\n\n")
+	}
+	b.WriteString("<details open><summary>The gate's report</summary>\n\n")
+	md := in.Markdown
+	if room := maxBody - b.Len() - 100; len(md) > room {
+		md = strings.ToValidUTF8(md[:max(room, 0)], "") + "\n\n… (cut: the full report is in the job summary and the artifact)"
+	}
+	b.WriteString(md)
+	if !strings.HasSuffix(md, "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString("\n</details>\n")
+	return b.String(), nil
+}
+
+// runs returns the most base and head runs of any comparison.
+func runs(rep *gate.Report) (base, head int) {
+	for _, c := range rep.Comparisons {
+		if c.Base != nil {
+			base = max(base, c.Base.N)
+		}
+		if c.Head != nil {
+			head = max(head, c.Head.N)
+		}
+	}
+	return base, head
+}
+
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "p<0.001"
+	}
+	return fmt.Sprintf("p=%.3f", p)
+}
+
+func side(s *gate.Sample) string {
+	if s == nil {
+		return "no runs"
+	}
+	return fmt.Sprintf("%d runs", s.N)
+}
+
+func change(d float64) string {
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return "change n/a"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*d)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
