@@ -183,7 +183,10 @@ func RunSessions(ctx context.Context, cfg Config, sess Sessions) (*Result, error
 	}
 	res := &Result{Schedule: sched}
 	if warm > 0 {
-		w := newSessionRun(ctx, &cfg, &sess, c, sess.Conversations[:warm], make([]time.Duration, warm), "warmup-")
+		// Warm-ups: no think time, no progress reports.
+		wcfg, wsess := cfg, sess
+		wcfg.Progress, wsess.ThinkTime = nil, nil
+		w := newSessionRun(ctx, &wcfg, &wsess, c, sess.Conversations[:warm], make([]time.Duration, warm), "warmup-")
 		w.run(ctx)
 		res.Warmups = w.records()
 	}

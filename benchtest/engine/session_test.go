@@ -86,18 +86,30 @@ func TestRunSessionsSendsEveryTurnInOrder(t *testing.T) {
 
 func TestRunSessionsWarmupsAndMaxTurns(t *testing.T) {
 	srv := newStreamServer(t)
-	res, err := RunSessions(t.Context(), chatConfig(srv.URL), Sessions{
-		Conversations: convs(5, 4), Warmups: 2, MaxTurns: 2,
+	cfg := chatConfig(srv.URL)
+	var total atomic.Int64
+	cfg.Progress = func(_, all int) { total.Store(int64(all)) }
+	cfg.MaxDuration = 300 * time.Millisecond
+	// An hour of think time: the warm-ups, which do not think, finish;
+	// the measured sessions send their first turn and wait until the run
+	// ends. (Warm-ups that thought would not end before the deadline.)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := RunSessions(ctx, cfg, Sessions{
+		Conversations: convs(5, 4), Warmups: 2, MaxTurns: 2, ThinkTime: constant(3600),
 	})
 	require.NoError(t, err)
-	assert.Len(t, res.Warmups, 4, "2 warm-up sessions of 2 turns")
-	assert.Len(t, res.Records, 6, "3 measured sessions of 2 turns")
+	assert.EqualValues(t, 6, total.Load(), "progress counts the measured turns only")
+	require.Len(t, res.Warmups, 4, "2 warm-up sessions of 2 turns")
 	for _, r := range res.Warmups {
+		assert.True(t, r.Success, "%s: %s", r.RequestID, r.Error)
 		assert.Contains(t, r.SessionID, "t-warmup-c")
 	}
+	assert.Len(t, res.Records, 6, "3 measured sessions: a first turn, then the unsent second")
 	for _, r := range res.Records {
 		assert.NotContains(t, r.SessionID, "warmup")
 		assert.NotContains(t, []string{"t-c0", "t-c1"}, r.SessionID, "the warm-up conversations are not measured again")
+		assert.Equal(t, r.Turn == 1, r.Unsent)
 	}
 }
 
