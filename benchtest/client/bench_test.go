@@ -25,6 +25,25 @@ func renderStream(n int) []byte {
 	return b.Bytes()
 }
 
+// renderChatStream pre-renders a vLLM v0.13 chat stream of n token chunks
+// (after the role chunk) plus the usage chunk and [DONE]; with reasoning,
+// the first half are reasoning_content deltas.
+func renderChatStream(n int, reasoning bool) []byte {
+	var b bytes.Buffer
+	const head = `data: {"id":"chatcmpl-5d3c1f0e9b7a4c2e8f6a1b3c5d7e9f01","object":"chat.completion.chunk","created":1764412800,"model":"meta-llama/Llama-3.2-1B-Instruct","choices":[{"index":0,"delta":`
+	fmt.Fprintf(&b, "%s{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", head)
+	for i := range n {
+		field := "content"
+		if reasoning && i < n/2 {
+			field = "reasoning_content"
+		}
+		fmt.Fprintf(&b, "%s{\"%s\":\" tok%d\"},\"logprobs\":null,\"finish_reason\":null,\"token_ids\":null}]}\n\n", head, field, i%1000)
+	}
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-5d3c1f0e9b7a4c2e8f6a1b3c5d7e9f01","object":"chat.completion.chunk","created":1764412800,"model":"meta-llama/Llama-3.2-1B-Instruct","choices":[],"usage":{"prompt_tokens":12,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", 12+n, n)
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
+
 // chunkedReader returns at most step bytes a read, like a network.
 type chunkedReader struct {
 	b    []byte
@@ -42,15 +61,28 @@ func (r *chunkedReader) Read(p []byte) (int, error) {
 
 // BenchmarkIngest measures the client's own cost per streamed chunk (SSE
 // framing, JSON scan, timing, text accumulation) on a 256-chunk stream
-// delivered in network-sized reads, with no HTTP in the way. ns/chunk,
-// B/chunk and allocs/chunk are the figures; the targets are ≤ 2 µs and ≤ 1
-// allocation a chunk.
+// delivered in network-sized reads, with no HTTP in the way: a completions
+// stream (read=N), and a chat stream, plain (chat/read=N) or half
+// reasoning (chat-reasoning/read=N). ns/chunk, B/chunk and allocs/chunk are
+// the figures; the targets are ≤ 2 µs and ≤ 1 allocation a chunk.
 func BenchmarkIngest(b *testing.B) {
 	const chunks = 256
-	body := renderStream(chunks)
-	for _, step := range []int{1448, 16384} {
-		b.Run(fmt.Sprintf("read=%d", step), func(b *testing.B) {
-			c := &Client{Backend: BackendOpenAI, URL: "http://unused/v1/completions", Model: "m"}
+	for _, kind := range []string{"", "chat/", "chat-reasoning/"} {
+		for _, step := range []int{1448, 16384} {
+			benchIngest(b, kind, step, chunks)
+		}
+	}
+}
+
+// benchIngest is one case of BenchmarkIngest.
+func benchIngest(b *testing.B, kind string, step, chunks int) {
+	body, backend, url := renderStream(chunks), BackendOpenAI, "http://unused/v1/completions"
+	if kind != "" {
+		body, backend, url = renderChatStream(chunks, kind == "chat-reasoning/"), BackendOpenAIChat, "http://unused/v1/chat/completions"
+	}
+	{
+		b.Run(fmt.Sprintf("%sread=%d", kind, step), func(b *testing.B) {
+			c := &Client{Backend: backend, URL: url, Model: "m"}
 			c.init()
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))

@@ -174,10 +174,11 @@ func (c *Client) lineLimit() int {
 }
 
 // outputCap is how many output chunks (and usage tokens) req may receive:
-// max_tokens (as the payload finally sends it) plus OutputSlack, times n.
+// max_tokens (max_completion_tokens, max_output_tokens: as the payload
+// finally sends it) plus OutputSlack, times n.
 func (c *Client) outputCap(req Request) int {
 	maxTokens, n := req.OutputLen, 1
-	for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+	for _, k := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
 		if v, ok := intValue(c.ExtraBody[k]); ok {
 			maxTokens = v
 		}

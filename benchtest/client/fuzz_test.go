@@ -66,6 +66,8 @@ func FuzzParseChunk(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"x","role":"assistant"}},{"text":"second"}]}`))
 	f.Add([]byte(`{"error":{"message":"boom"}}`))
 	f.Add([]byte(`{"choices": [ ] , "usage" : null }`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\""}}]},"finish_reason":"tool_calls"}],"usage":{"completion_tokens":2,"completion_tokens_details":{"reasoning_tokens":1}}}`))
+	f.Add([]byte(`{"choices":[{"delta":{"reasoning_content":"x","reasoning":"x","tool_calls":[{"function":null},{}]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var scratch []byte
 		c, text, err := parseChunk(data, nil, &scratch, &toolCalls{})

@@ -124,3 +124,25 @@ func TestResponsesFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesOutputCap: max_output_tokens set in extra_body caps the
+// stream as max_tokens does for the other backends.
+func TestResponsesOutputCap(t *testing.T) {
+	var b strings.Builder
+	for range 20 {
+		b.WriteString(respEvent("response.output_text.delta", `"content_index":0,"delta":" x","item_id":"m","output_index":0`))
+	}
+	b.WriteString(respCompleted("completed", 20, 0))
+	for _, tt := range []struct {
+		extra map[string]any
+		want  metrics.FailureKind
+	}{{nil, metrics.FailureNone}, {map[string]any{"max_output_tokens": 1}, metrics.FailureExcessOutput}} {
+		srv := newReplay(t, http.StatusOK, []byte(b.String()), 0)
+		c := newClient(BackendOpenAIResponses, srv.URL)
+		c.ExtraBody = tt.extra
+		rec := c.Do(t.Context(), Request{Prompt: "q", OutputLen: 64})
+		if rec.Failure != tt.want {
+			t.Errorf("extra body %v: failure %q (%s), want %q", tt.extra, rec.Failure, rec.Error, tt.want)
+		}
+	}
+}

@@ -54,7 +54,9 @@ var rateMetrics = []struct {
 // returns a value by its result-JSON name (metrics.Summary.Value, extended
 // with scenario.WithDerived); names it does not know are left out. For
 // each of ttft, tpot, itl and e2el it reports the mean, the median (p50)
-// and each of percentiles, in seconds.
+// and each of percentiles, in seconds; a run that streamed reasoning or
+// tool calls adds the same for ttfc (time to first content token) and
+// broken-tool-call-ratio.
 //
 // A run with no successful request ("completed" is 0) reports only its
 // fail-ratio (1): no latency, no throughput and no goodput-ratio, which
@@ -95,6 +97,21 @@ func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float6
 			continue
 		}
 		add(r.name, r.unit, r.better, 1)
+	}
+	if streamed(lookup) {
+		if measured {
+			add("mean_ttfc_ms", "ttfc-mean-sec", Lower, 1000)
+			add("median_ttfc_ms", "ttfc-p50-sec", Lower, 1000)
+			for _, p := range percentiles {
+				if p != 50 {
+					ps := PercentileWord(p)
+					add("p"+ps+"_ttfc_ms", "ttfc-p"+ps+"-sec", Lower, 1000)
+				}
+			}
+		}
+		if sent {
+			add("broken_tool_call_ratio", "broken-tool-call-ratio", Lower, 1)
+		}
 	}
 	return out
 }
@@ -140,6 +157,20 @@ func sessionBenchMetrics(lookup func(name string) (float64, bool), percentiles [
 		add(s.name, s.unit, s.better, 1)
 	}
 	return out
+}
+
+// streamed reports whether a run streamed reasoning or tool calls (or
+// failed on them): only then are the time to first content token
+// (ttfc-mean-sec, ttfc-p50-sec, ttfc-p<P>-sec) and the broken tool call
+// ratio (broken-tool-call-ratio) written, so that a plain run's units
+// stay what they were.
+func streamed(lookup func(name string) (float64, bool)) bool {
+	for _, name := range []string{"total_reasoning_tokens", "total_tool_calls", "failed_broken_tool_call", "failed_reasoning_after_content"} {
+		if v, ok := lookup(name); ok && v > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // The file configuration keys that mark a run whose samples cannot speak

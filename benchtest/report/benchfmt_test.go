@@ -176,3 +176,30 @@ func TestBenchMetricsFromSummary(t *testing.T) {
 		assert.Equal(t, []string{"fail-ratio"}, units, "goodput SLO %v", goodput)
 	}
 }
+
+// TestBenchMetricsStreamed: a run that streamed reasoning or tool calls
+// adds the time to first content token and the broken tool call ratio
+// after the other units; a plain run (whose lookup answers the ttfc names
+// and zero stream counts too) does not.
+func TestBenchMetricsStreamed(t *testing.T) {
+	units := func(extra map[string]float64) []string {
+		m := summary()
+		m["mean_ttfc_ms"], m["median_ttfc_ms"], m["p99_ttfc_ms"] = 300, 250, 900
+		m["broken_tool_call_ratio"], m["total_reasoning_tokens"], m["total_tool_calls"], m["failed_broken_tool_call"] = 0.01, 0, 0, 0
+		for k, v := range extra {
+			m[k] = v
+		}
+		var out []string
+		for _, bm := range BenchMetrics(func(name string) (float64, bool) { v, ok := m[name]; return v, ok }, []float64{99}) {
+			out = append(out, bm.Unit)
+		}
+		return out
+	}
+	plain := units(nil)
+	for _, extra := range []map[string]float64{{"total_reasoning_tokens": 120}, {"total_tool_calls": 3}, {"failed_broken_tool_call": 1}} {
+		got := units(extra)
+		assert.Equal(t, plain, got[:len(plain)], "%v", extra)
+		assert.Equal(t, []string{"ttfc-mean-sec", "ttfc-p50-sec", "ttfc-p99-sec", "broken-tool-call-ratio"}, got[len(plain):], "%v", extra)
+	}
+	assert.NotContains(t, plain, "ttfc-p99-sec")
+}

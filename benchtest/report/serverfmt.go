@@ -1,8 +1,9 @@
 package report
 
 // serverMetrics map servermetrics' names to benchstat units, in the order
-// reported. The gate's default policy gates none of them; a policy file
-// may (server-preemptions: +0, for example).
+// reported. The gate's default policy gates the speculative decoding ones
+// when present (a drop in acceptance changes nothing but speed) and none
+// of the others; a policy file may (server-preemptions: +0, for example).
 var serverMetrics = []struct {
 	name, unit, better string
 	div                float64
@@ -16,6 +17,8 @@ var serverMetrics = []struct {
 	{"p99_ttft_ms", "server-ttft-p99-sec", Lower, 1000},
 	{"p99_queue_time_ms", "server-queue-p99-sec", Lower, 1000},
 	{"p99_e2e_latency_ms", "server-e2el-p99-sec", Lower, 1000},
+	{"spec_decode_acceptance_rate", "server-spec-accept-ratio", Higher, 1},
+	{"spec_decode_mean_acceptance_length", "server-spec-accept-len-tokens", Higher, 1},
 }
 
 // ServerBenchMetrics converts a run's server metrics into benchstat values.

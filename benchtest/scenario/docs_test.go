@@ -12,6 +12,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 const docsPath = "../../docs/scenarios.md"
@@ -73,5 +74,8 @@ func TestDocsListEveryWord(t *testing.T) {
 		for _, w := range words {
 			assert.Contains(t, string(doc), "`"+w+"`", "docs/scenarios.md does not document %s %q", list, w)
 		}
+	}
+	for _, k := range metrics.FailureKinds {
+		assert.Contains(t, string(doc), string(k), "docs/scenarios.md does not document failure kind %q", k)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/internal/limit"
 )
 
 // SimKnobs turns a simulator target's args ("--max_num_seqs=4",
@@ -136,21 +138,29 @@ func (sc *Scenario) validateSimArgs(field string, args []string) error {
 	return nil
 }
 
+// check parses v and checks it against the range: the maximum through
+// internal/limit, as every other number of a scenario file.
 func (r SimKnobRange) check(v string) error {
-	f, err := strconv.ParseFloat(v, 64)
+	var c limit.Check
+	var f float64
 	if r.Int {
-		n, ierr := strconv.Atoi(v)
-		f, err = float64(n), ierr
-	}
-	if err != nil {
-		kind := "a number"
-		if r.Int {
-			kind = "an integer"
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", v)
 		}
-		return fmt.Errorf("want %s, got %q", kind, v)
+		c, f = limit.Int(r.Key, n, int(r.Max)), float64(n)
+	} else {
+		var err error
+		if f, err = strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("want a number, got %q", v)
+		}
+		c = limit.Float(r.Key, &f, r.Max)
 	}
-	if !(f >= r.Min && f <= r.Max) {
-		return fmt.Errorf("must be between %s and %s, got %s", fmtNum(r.Min), fmtNum(r.Max), v)
+	if c.Over {
+		return fmt.Errorf("%s is over the maximum %s", c.Value, c.Max)
+	}
+	if f < r.Min {
+		return fmt.Errorf("must be at least %s, got %s", fmtNum(r.Min), v)
 	}
 	return nil
 }

@@ -3,9 +3,12 @@ package scenario
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 func TestBoundHolds(t *testing.T) {
@@ -87,4 +90,28 @@ func TestVerdictMargin(t *testing.T) {
 			assert.Equal(t, v.Pass, got >= 0, "%s with %v: the sign is the verdict", c.bound, c.measured)
 		}
 	}
+}
+
+// TestStreamSLOs: a scenario may bound the time to first content token,
+// reasoning tokens, tool calls and broken tool calls, and the bounds are
+// checked against a real summary of reasoning records.
+func TestStreamSLOs(t *testing.T) {
+	sc, err := Parse("s.yaml", []byte("name: a\nbackend: openai-responses\nslo:\n  bounds: [\"p99_ttfc_ms <= 100\", \"mean_reasoning_tokens <= 50\", \"mean_tool_calls >= 1\", \"failed_broken_tool_call == 0\", \"broken_tool_call_ratio <= 0\"]\n"))
+	require.NoError(t, err)
+	ms := time.Millisecond
+	recs := make([]metrics.Record, 4)
+	for i := range recs {
+		recs[i] = metrics.Record{Start: time.Duration(i) * ms, TTFT: 20 * ms, FirstReasoning: 20 * ms, FirstContent: time.Duration(60+20*i) * ms,
+			Latency: 200 * ms, OutputTokens: 100, ReasoningTokens: 40, ContentTokens: 60, Success: true,
+			ToolCalls: []metrics.ToolCall{{ID: "c", Name: "f", Arguments: "{}"}}}
+	}
+	s := metrics.Summarize(recs, time.Second, metrics.Options{})
+	var got []bool
+	require.Len(t, sc, 1)
+	for _, v := range sc[0].SLO.Check(WithDerived(s.Value)) {
+		require.True(t, v.Found, v.Bound.Metric)
+		got = append(got, v.Pass)
+	}
+	// p99 of 60, 80, 100, 120 ms is 119.4 ms: over its bound.
+	assert.Equal(t, []bool{false, true, true, true, true}, got)
 }

@@ -75,6 +75,9 @@ func TestParseRecordedVLLM(t *testing.T) {
 	for _, n := range append(slices.Clone(counters), gauges...) {
 		assert.Contains(t, s.Values, n)
 	}
+	for _, n := range specCounters {
+		assert.NotContains(t, s.Values, n, "vLLM exports %s only with a speculative config", n)
+	}
 	for _, n := range hists {
 		require.Contains(t, s.Histograms, n)
 		hh := s.Histograms[n]
@@ -281,4 +284,62 @@ func TestStopWaitsForLateCounters(t *testing.T) {
 	s := Summarize(r)
 	assert.Equal(t, 256.0, s.Values["generation_tokens"])
 	assert.Len(t, s.Series, 2, "the settled scrape replaces the last one")
+}
+
+// TestSpecDecodeMatchesSimulatorTruth reads the simulator's speculative
+// decoding counters over a run: the deltas equal the ground truth's
+// accepted drafts and the steps' draft tokens, and the acceptance rate
+// and mean acceptance length follow from them as vLLM computes them. A
+// server without speculation reports neither.
+func TestSpecDecodeMatchesSimulatorTruth(t *testing.T) {
+	for _, k := range []string{"3", "0"} {
+		srv, err := sim.New(sim.Config{Profile: "instant", Set: map[string]string{"spec_draft_tokens": k, "spec_accept_prob": "0.6"}})
+		require.NoError(t, err)
+		hs := httptest.NewServer(srv)
+		r := NewRecorder(hs.URL, Options{Interval: 50 * time.Millisecond}, nil)
+		ctx := context.Background()
+		r.Before(ctx)
+		r.Start(ctx)
+		drafts, accepted := 0, 0
+		for i := range 6 {
+			id := fmt.Sprintf("spec-%s-%d", k, i)
+			body, _ := json.Marshal(map[string]any{"prompt": fmt.Sprintf("hello %d", i), "max_tokens": 30, "ignore_eos": true})
+			req, _ := http.NewRequest(http.MethodPost, hs.URL+"/v1/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-Id", id)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			var tr sim.Truth
+			getJSON(t, hs.URL+"/debug/requests/"+id, &tr)
+			drafts += len(tr.SpecAccepted)
+			for _, a := range tr.SpecAccepted {
+				accepted += a
+			}
+		}
+		r.Stop(ctx)
+		s := Summarize(r)
+		var steps []sim.Step
+		getJSON(t, hs.URL+"/debug/steps", &steps)
+		hs.Close()
+		srv.Close()
+		require.True(t, s.Available, s.Note)
+		if k == "0" {
+			for _, name := range []string{"spec_decode_drafts", "spec_decode_acceptance_rate", "spec_decode_mean_acceptance_length"} {
+				assert.NotContains(t, s.Values, name)
+			}
+			continue
+		}
+		draftTok := 0
+		for _, st := range steps {
+			draftTok += st.DraftTokens
+		}
+		require.Positive(t, drafts)
+		v := s.Values
+		assert.Equal(t, float64(drafts), v["spec_decode_drafts"])
+		assert.Equal(t, float64(draftTok), v["spec_decode_draft_tokens"])
+		assert.Equal(t, float64(accepted), v["spec_decode_accepted_tokens"])
+		assert.InDelta(t, float64(accepted)/float64(draftTok), v["spec_decode_acceptance_rate"], 1e-12)
+		assert.InDelta(t, 1+float64(accepted)/float64(drafts), v["spec_decode_mean_acceptance_length"], 1e-12)
+	}
 }

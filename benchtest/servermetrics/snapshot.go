@@ -28,13 +28,21 @@ const (
 	TTFTSeconds        = "vllm:time_to_first_token_seconds"
 	QueueTimeSeconds   = "vllm:request_queue_time_seconds"
 	E2ELatencySeconds  = "vllm:e2e_request_latency_seconds"
+	// The speculative decoding counters (vllm/v1/spec_decode/metrics.py),
+	// exported only by a server with a speculative config.
+	SpecDecodeDrafts         = "vllm:spec_decode_num_drafts"
+	SpecDecodeDraftTokens    = "vllm:spec_decode_num_draft_tokens"
+	SpecDecodeAcceptedTokens = "vllm:spec_decode_num_accepted_tokens"
 )
 
 // counters and gauges are the scalar families a Snapshot keeps.
 var (
 	counters = []string{PrefixCacheQueries, PrefixCacheHits, NumPreemptions, PromptTokens, GenerationTokens}
-	gauges   = []string{KVCacheUsage, RequestsWaiting, RequestsRunning}
-	hists    = []string{TTFTSeconds, QueueTimeSeconds, E2ELatencySeconds}
+	// specCounters are counters only a server with speculative decoding
+	// exports.
+	specCounters = []string{SpecDecodeDrafts, SpecDecodeDraftTokens, SpecDecodeAcceptedTokens}
+	gauges       = []string{KVCacheUsage, RequestsWaiting, RequestsRunning}
+	hists        = []string{TTFTSeconds, QueueTimeSeconds, E2ELatencySeconds}
 )
 
 // A Snapshot is one scrape: the values of the families servegate reads,
@@ -63,7 +71,7 @@ type Histogram struct {
 // newSnapshot picks servegate's families out of a parsed exposition.
 func newSnapshot(at time.Time, fams map[string]*dto.MetricFamily) Snapshot {
 	s := Snapshot{At: at, Values: map[string]float64{}, Histograms: map[string]Histogram{}}
-	for _, name := range counters {
+	for _, name := range append(counters[:len(counters):len(counters)], specCounters...) {
 		if f := family(fams, name, name+"_total"); f != nil {
 			s.Values[name] = sumSeries(f, func(m *dto.Metric) float64 {
 				if c := m.GetCounter(); c != nil {

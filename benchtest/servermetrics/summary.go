@@ -24,6 +24,8 @@ var Names = []string{
 	"p50_ttft_ms", "p99_ttft_ms",
 	"p50_queue_time_ms", "p99_queue_time_ms",
 	"p50_e2e_latency_ms", "p99_e2e_latency_ms",
+	"spec_decode_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens",
+	"spec_decode_acceptance_rate", "spec_decode_mean_acceptance_length",
 }
 
 // deltas map a Summary name to its counter.
@@ -33,6 +35,10 @@ var deltas = map[string]string{
 	"num_preemptions":      NumPreemptions,
 	"prompt_tokens":        PromptTokens,
 	"generation_tokens":    GenerationTokens,
+
+	"spec_decode_drafts":          SpecDecodeDrafts,
+	"spec_decode_draft_tokens":    SpecDecodeDraftTokens,
+	"spec_decode_accepted_tokens": SpecDecodeAcceptedTokens,
 }
 
 // peaks map a Summary name to its gauge.
@@ -128,6 +134,7 @@ func Summarize(r *Recorder) *Summary {
 			s.Values["prefix_cache_hit_rate"] = h / q
 		}
 	}
+	specRates(s.Values)
 	for name, g := range peaks {
 		peak, found := math.Inf(-1), false
 		for _, snap := range series {
@@ -155,6 +162,21 @@ func Summarize(r *Recorder) *Summary {
 	}
 	s.Note = join(notes)
 	return s
+}
+
+// specRates derives speculative decoding's figures from the run's deltas,
+// as vLLM's SpecDecodingLogging does: the acceptance rate (accepted / draft
+// tokens) and the mean acceptance length (1 + accepted / drafts, the bonus
+// token included). A run without drafts has neither.
+func specRates(v map[string]float64) {
+	drafts, ok1 := v["spec_decode_drafts"]
+	draftTok, ok2 := v["spec_decode_draft_tokens"]
+	acc, ok3 := v["spec_decode_accepted_tokens"]
+	if !ok1 || !ok2 || !ok3 || drafts <= 0 || draftTok <= 0 {
+		return
+	}
+	v["spec_decode_acceptance_rate"] = acc / draftTok
+	v["spec_decode_mean_acceptance_length"] = 1 + acc/drafts
 }
 
 func join(notes []string) string {

@@ -116,6 +116,8 @@ func ParseTolerance(s string) (Tolerance, error) {
 //	ttft-p99-sec:  5% worse at most, i.e. +5% (required)
 //	goodput-req/s: 5% worse at most, i.e. -5% (optional: only scenarios with SLOs report it)
 //	max-rate-req/s: 5% lower at most (optional: only capacity scenarios report it)
+//	server-spec-accept-ratio, server-spec-accept-len-tokens: 5% lower at most
+//	  (optional: only servers with speculative decoding report them)
 //	ttft-later-p99-sec: 5% worse at most (optional: only session scenarios report it;
 //	               the TTFT of later turns, which prefix reuse decides)
 //
@@ -128,6 +130,10 @@ func ParseTolerance(s string) (Tolerance, error) {
 //
 // The TTFT tolerance is below 10% so that a 10% slowdown is caught; see
 // the accuracy test for the measured false-fail and detection rates.
+// Speculative decoding is lossless, so a drop in its acceptance changes
+// nothing but speed; its acceptance rate and mean acceptance length (from
+// the server's counters, over the run) are gated so that the drop itself
+// fails, and name the cause when latency regresses with it.
 func DefaultPolicy() *Policy {
 	return &Policy{
 		Alpha:      0.05,
@@ -137,6 +143,10 @@ func DefaultPolicy() *Policy {
 			{Unit: "ttft-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}},
 			{Unit: "goodput-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 			{Unit: "max-rate-req/s", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+			{Unit: "ttfc-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
+			{Unit: "broken-tool-call-ratio", Tolerance: Tolerance{Amount: 0, Sign: 1}, Optional: true},
+			{Unit: "server-spec-accept-ratio", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Better: 1, Optional: true},
+			{Unit: "server-spec-accept-len-tokens", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Better: 1, Optional: true},
 			{Unit: "ttft-later-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 		},
 	}
@@ -156,6 +166,20 @@ gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
     # better: higher # would override the inputs' "Unit goodput-req/s better=..." line
   max-rate-req/s:    # capacity (scenarios with a capacity: block) may drop 5%
     tolerance: 5%
+    optional: true
+  ttfc-p99-sec:      # time to first content token (runs with reasoning or tool calls) may get 5% worse
+    tolerance: 5%
+    optional: true
+  broken-tool-call-ratio: # share of requests whose tool call broke: any significant rise fails
+    tolerance: +0
+    optional: true
+  server-spec-accept-ratio:      # speculative decoding's acceptance rate may drop 5%
+    tolerance: 5%
+    better: higher
+    optional: true               # reported only by servers with speculative decoding
+  server-spec-accept-len-tokens: # its mean acceptance length (bonus token included) too
+    tolerance: 5%
+    better: higher
     optional: true
   ttft-later-p99-sec: # TTFT of later turns (session scenarios), which prefix reuse decides
     tolerance: 5%

@@ -357,7 +357,7 @@ func (s *Server) setSampling(j *job, req *genRequest) error {
 			continue
 		}
 		c.reasoning = s.p.reasoningTokens(c.maxTokens)
-		if c.tool = s.drawTool(j.tools, c.seed); c.tool != nil {
+		if c.tool = s.drawTool(j.tools, c.seed, j.maxTokens); c.tool != nil {
 			c.maxTokens, c.stopAt = c.reasoning+len(c.tool.script), "stop"
 			if c.maxTokens > j.maxTokens {
 				c.maxTokens, c.stopAt = j.maxTokens, "length"

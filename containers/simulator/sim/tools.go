@@ -104,8 +104,10 @@ const maxToolNameBytes = 256
 
 // drawTool decides whether a choice calls a tool (probability
 // tool_call_rate, always for tool_choice "required" or a named function)
-// and which, and builds the call, all from the choice's seed.
-func (s *Server) drawTool(ts *toolSet, seed uint64) *toolPlan {
+// and which, and builds the call, all from the choice's seed. The value
+// has at most maxTokens words (the choice could not send more), so a
+// request's calls hold no more than its output could.
+func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 	if ts == nil {
 		return nil
 	}
@@ -149,7 +151,7 @@ func (s *Server) drawTool(ts *toolSet, seed uint64) *toolPlan {
 	p.script = append(p.script, openIDs...)
 	p.argAt = append(p.argAt, make([]string, len(openIDs))...)
 	p.argAt[len(p.argAt)-1] = open[1:]
-	for range s.p.ToolCallArgTokens {
+	for range min(s.p.ToolCallArgTokens, maxTokens) {
 		id := s.vocab.ids[rng.IntN(len(s.vocab.ids))]
 		p.script = append(p.script, id)
 		p.argAt = append(p.argAt, s.vocab.texts[id])

@@ -167,6 +167,9 @@ func TestToolChoice(t *testing.T) {
 		{"unknown choice", map[string]any{"tools": weatherTools, "tool_choice": "sometimes"}, 400, "", "Invalid value for `tool_choice`"},
 		{"unknown named", map[string]any{"tools": weatherTools, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}}, 400, "", "does not match any of the specified `tools`"},
 		{"tool without name", map[string]any{"tools": []any{map[string]any{"type": "function", "function": map[string]any{}}}}, 400, "", "tools[0].function.name"},
+		{"tools not a list", map[string]any{"tools": "get_weather"}, 400, "", "tools: Input should be a valid list"},
+		{"tool_choice a number", map[string]any{"tools": weatherTools, "tool_choice": 3}, 400, "", "tool_choice: Input should be a string or a named function"},
+		{"required on no tools", map[string]any{"tools": []any{}, "tool_choice": "required"}, 200, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := post(ctx, url+"/v1/chat/completions", chatReq(msgs, c.extra), nil)
@@ -279,6 +282,7 @@ func TestHistoryMessagesRender(t *testing.T) {
 		{"arguments a number", []any{user("x"), map[string]any{"role": "assistant",
 			"tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "f", "arguments": 3}}}}}, 400},
 		{"user content missing", []any{map[string]any{"role": "user"}}, 400},
+		{"tool_calls not a list", []any{user("x"), map[string]any{"role": "assistant", "tool_calls": "f"}}, 400},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := post(ctx, url+"/v1/chat/completions", map[string]any{"messages": c.msgs, "max_tokens": 2}, nil)
