@@ -20,7 +20,9 @@ type svgChart struct {
 	left, right, top, bot  float64 // margins, px
 	xMin, xMax, yMin, yMax float64
 	xLabel, yLabel         string
-	b                      strings.Builder
+	// intX keeps only the whole x ticks (turn numbers).
+	intX bool
+	b    strings.Builder
 }
 
 func newSVGChart(xMin, xMax, yMin, yMax float64, xLabel, yLabel string) *svgChart {
@@ -50,6 +52,9 @@ func (c *svgChart) axes() {
 		fmt.Fprintf(&c.b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, c.left-6, y+4, formatTick(t))
 	}
 	for _, t := range niceTicks(c.xMin, c.xMax, 6) {
+		if c.intX && (t != math.Trunc(t) || t < c.xMin || t > c.xMax) {
+			continue
+		}
 		x := c.x(t)
 		fmt.Fprintf(&c.b, `<line class="tickmark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, c.h-c.bot, x, c.h-c.bot+4)
 		fmt.Fprintf(&c.b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, c.h-c.bot+17, formatTick(t))
@@ -255,6 +260,7 @@ func turnsSVG(title string, turns []metrics.TurnTTFT) template.HTML {
 	}
 	last := float64(turns[len(turns)-1].Turn + 1)
 	c := newSVGChart(0.5, last+0.5, 0, top*1.08, "turn", "TTFT (ms)")
+	c.intX = true
 	c.axes()
 	for i, s := range []struct {
 		class string
