@@ -192,7 +192,7 @@ func TestHTMLReportTurns(t *testing.T) {
 	page := b.String()
 	i := strings.Index(page, `aria-label="TTFT by turn position"`)
 	require.GreaterOrEqual(t, i, 0)
-	svg := page[i:strings.Index(page[i:], "</svg>")+i]
+	svg := page[i : strings.Index(page[i:], "</svg>")+i]
 	assert.Equal(t, 6, strings.Count(svg, `class="dot"`), "a median and a p99 point per turn")
 	for _, tick := range []string{">1<", ">2<", ">3<"} {
 		assert.Contains(t, svg, tick)
