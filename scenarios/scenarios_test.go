@@ -137,6 +137,6 @@ func TestScenarioFiles(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, []string{"agent-tools", "capacity", "chat-poisson", "completions-bursty", "multi-turn-chat", "prefix-cached", "prefix-uncached", "ramp-up-linear", "saturation"}, names)
+	assert.Equal(t, []string{"agent-tools", "capacity", "chat-poisson", "completions-bursty", "multi-turn-chat", "prefix-cached", "prefix-uncached", "ramp-up-linear", "reasoning", "responses-api", "saturation"}, names)
 	assert.Equal(t, map[string]bool{"ramp-up": true, "max-concurrency": true, "bursty": true, "poisson": true, "prefix": true, "capacity": true, "sessions": true, "tools": true}, have)
 }
