@@ -16,6 +16,7 @@ import (
 	"github.com/servegate/servegate/benchtest/client"
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/servermetrics"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/vllm"
 )
@@ -25,7 +26,11 @@ import (
 // dummy-weight Llama with every token id an EOS, and drives it with the
 // engine: streamed completions and chat with no failures, output tokens
 // equal to the server's usage and to max_tokens (ignore_eos honoured), and a
-// control run without ignore_eos that stops after one token.
+// control run without ignore_eos that stops after one token. The Responses
+// API backend runs too (issue #26 §6): its per-request usage (read from
+// response.completed) is max_tokens, and the run's prompt and output
+// totals equal the deltas of vLLM's own vllm:prompt_tokens_total and
+// vllm:generation_tokens_total over the run.
 func TestE2EContainer(t *testing.T) {
 	requireE2E(t)
 	dockertest.Require(t)
@@ -54,18 +59,28 @@ func TestE2EContainer(t *testing.T) {
 
 	tok := llama3(t)
 	samples := randomSamples(tok, 12, 64, 16, 1)
-	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIChat} {
+	scraper := servermetrics.Scraper{URL: base + "/metrics"}
+	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIChat, client.BackendOpenAIResponses} {
 		t.Run(backend, func(t *testing.T) {
+			// The counters are read once the readiness probe is done (so
+			// it is not counted) and after the last request.
+			var before servermetrics.Snapshot
+			var scrapeErr error
 			cfg := engine.Config{
 				BaseURL: base, Backend: backend, Model: "tiny-llama", Tokenizer: tok,
 				RequestRate: 4, Seed: 1, IgnoreEOS: true, MaxConcurrency: 4,
 				ReadyTimeout: time.Minute, RequestTimeout: 5 * time.Minute,
+				Started: func() { before, scrapeErr = scraper.Scrape(ctx) },
 			}
 			res, err := engine.Run(ctx, cfg, samples)
+			require.NoError(t, err)
+			require.NoError(t, scrapeErr)
+			after, err := scraper.Scrape(ctx)
 			require.NoError(t, err)
 			sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
 			assert.Zero(t, sum.Failed, "failed requests")
 			assert.Equal(t, len(samples), sum.Completed)
+			var prompt, output int
 			for i, r := range res.Records {
 				require.True(t, r.Success, "request %d: %s", i, r.Error)
 				// With ignore_eos every request runs to max_tokens although
@@ -78,8 +93,22 @@ func TestE2EContainer(t *testing.T) {
 				assert.NotEmpty(t, r.ITL, "request %d streamed more than one chunk", i)
 				if backend == client.BackendVLLM {
 					assert.Equal(t, r.PromptLen, r.ServerPromptTokens, "request %d prompt tokens", i)
+				} else {
+					// The chat template wraps the prompt: the server
+					// counts more.
+					assert.Greater(t, r.ServerPromptTokens, r.PromptLen, "request %d prompt tokens (server usage)", i)
 				}
+				prompt += r.ServerPromptTokens
+				output += r.OutputTokens
 			}
+			// vLLM's own counters over the run count what usage said.
+			delta := func(name string) int {
+				return int(after.Values[name] - before.Values[name])
+			}
+			assert.Equal(t, prompt, delta(servermetrics.PromptTokens), "prompt tokens: usage total vs vllm:prompt_tokens_total delta")
+			assert.Equal(t, output, delta(servermetrics.GenerationTokens), "output tokens: usage total vs vllm:generation_tokens_total delta")
+			t.Logf("%s: usage totals prompt %d, output %d; /metrics deltas prompt %d, generation %d",
+				backend, prompt, output, delta(servermetrics.PromptTokens), delta(servermetrics.GenerationTokens))
 			t.Logf("%s: %d requests, mean TTFT %.1f ms, mean TPOT %.1f ms, output %.1f tok/s",
 				backend, sum.Completed, sum.TTFT.Mean, sum.TPOT.Mean, sum.OutputThroughput)
 		})
@@ -91,15 +120,17 @@ func TestE2EContainer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, tail, "POST /v1/chat/completions", "the log tail is current")
 
-	t.Run("without ignore_eos", func(t *testing.T) {
-		cfg := engine.Config{BaseURL: base, Backend: client.BackendVLLM, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
-		res, err := engine.Run(ctx, cfg, samples[:3])
-		require.NoError(t, err)
-		for i, r := range res.Records {
-			require.True(t, r.Success, "request %d: %s", i, r.Error)
-			assert.Equal(t, 1, r.OutputTokens, "request %d stops at its first (EOS) token", i)
-		}
-	})
+	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIResponses} {
+		t.Run("without ignore_eos/"+backend, func(t *testing.T) {
+			cfg := engine.Config{BaseURL: base, Backend: backend, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
+			res, err := engine.Run(ctx, cfg, samples[:3])
+			require.NoError(t, err)
+			for i, r := range res.Records {
+				require.True(t, r.Success, "request %d: %s", i, r.Error)
+				assert.Equal(t, 1, r.OutputTokens, "request %d stops at its first (EOS) token", i)
+			}
+		})
+	}
 }
 
 // get returns the body of a GET that must answer 200.
