@@ -2,6 +2,7 @@ package vllm_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,11 +27,14 @@ import (
 // dummy-weight Llama with every token id an EOS, and drives it with the
 // engine: streamed completions and chat with no failures, output tokens
 // equal to the server's usage and to max_tokens (ignore_eos honoured), and a
-// control run without ignore_eos that stops after one token. The Responses
-// API backend runs too (issue #26 §6): its per-request usage (read from
-// response.completed) is max_tokens, and the run's prompt and output
-// totals equal the deltas of vLLM's own vllm:prompt_tokens_total and
-// vllm:generation_tokens_total over the run.
+// control run without ignore_eos that stops after one token. For each
+// backend the run's prompt and output totals from usage equal the deltas of
+// vLLM's own vllm:prompt_tokens_total and vllm:generation_tokens_total over
+// the run. vLLM 0.13's Responses API drops ignore_eos (its
+// ResponsesRequest.to_sampling_params has no such parameter): on this model
+// a /v1/responses request stops at its first token whatever the client
+// sends, which the test pins (scenarios/vllm's vllm-responses runs the
+// backend on the ordinary tiny model).
 func TestE2EContainer(t *testing.T) {
 	requireE2E(t)
 	dockertest.Require(t)
@@ -60,7 +64,7 @@ func TestE2EContainer(t *testing.T) {
 	tok := llama3(t)
 	samples := randomSamples(tok, 12, 64, 16, 1)
 	scraper := servermetrics.Scraper{URL: base + "/metrics"}
-	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIChat, client.BackendOpenAIResponses} {
+	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIChat} {
 		t.Run(backend, func(t *testing.T) {
 			// The counters are read once the readiness probe is done (so
 			// it is not counted) and after the last request.
@@ -120,17 +124,34 @@ func TestE2EContainer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, tail, "POST /v1/chat/completions", "the log tail is current")
 
-	for _, backend := range []string{client.BackendVLLM, client.BackendOpenAIResponses} {
-		t.Run("without ignore_eos/"+backend, func(t *testing.T) {
-			cfg := engine.Config{BaseURL: base, Backend: backend, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
-			res, err := engine.Run(ctx, cfg, samples[:3])
-			require.NoError(t, err)
-			for i, r := range res.Records {
-				require.True(t, r.Success, "request %d: %s", i, r.Error)
-				assert.Equal(t, 1, r.OutputTokens, "request %d stops at its first (EOS) token", i)
-			}
-		})
-	}
+	t.Run("without ignore_eos", func(t *testing.T) {
+		cfg := engine.Config{BaseURL: base, Backend: client.BackendVLLM, Model: "tiny-llama", Tokenizer: tok, Seed: 1}
+		res, err := engine.Run(ctx, cfg, samples[:3])
+		require.NoError(t, err)
+		for i, r := range res.Records {
+			require.True(t, r.Success, "request %d: %s", i, r.Error)
+			assert.Equal(t, 1, r.OutputTokens, "request %d stops at its first (EOS) token", i)
+		}
+	})
+
+	t.Run("responses drops ignore_eos", func(t *testing.T) {
+		body := `{"model":"tiny-llama","input":"hello there","max_output_tokens":16,"ignore_eos":true}`
+		resp, err := http.Post(base+"/v1/responses", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out struct {
+			Status string `json:"status"`
+			Usage  struct {
+				OutputTokens int `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		// If a later vLLM honours it, this is 16 and the note in
+		// scenarios/vllm/README.md is to be updated.
+		assert.Equal(t, 1, out.Usage.OutputTokens, "vLLM 0.13's Responses API ignores ignore_eos: the first (EOS) token ends it")
+		t.Logf("/v1/responses with ignore_eos on the all-EOS model: status %s, output_tokens %d", out.Status, out.Usage.OutputTokens)
+	})
 }
 
 // get returns the body of a GET that must answer 200.
