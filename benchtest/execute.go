@@ -91,13 +91,20 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 	cfg.Tokenizer = plan.tok
 	cfg.Progress = hooks.Progress
 	if hooks.Starting != nil {
-		hooks.Starting(len(plan.samples))
+		hooks.Starting(max(len(plan.samples), len(plan.convs)))
 	}
 	rec := startServerMetrics(ctx, plan, tgt)
 	if rec != nil {
 		cfg.Started = func() { rec.Start(ctx) }
 	}
-	res, err := engine.Run(ctx, cfg, plan.samples)
+	var res *engine.Result
+	var err error
+	if plan.Sessions != nil {
+		cfg.RequestRate, cfg.NumWarmups, cfg.MaxConcurrency = 0, 0, 0
+		res, err = engine.RunSessions(ctx, cfg, plan.engineSessions())
+	} else {
+		res, err = engine.Run(ctx, cfg, plan.samples)
+	}
 	var server *servermetrics.Summary
 	if rec != nil {
 		server = stopServerMetrics(ctx, rec)
@@ -203,7 +210,7 @@ func (o *Outcome) Table() []scenario.Verdict {
 // answers (latency, throughput, goodput) rather than counting requests or
 // describing the load generator.
 func servedMeasure(name string) bool {
-	for _, m := range []string{"_ttft_", "_tpot_", "_itl_", "_e2el_", "throughput", "goodput", "max_output_tokens_per_s"} {
+	for _, m := range []string{"_ttft_", "_tpot_", "_itl_", "_e2el_", "throughput", "goodput", "max_output_tokens_per_s", "_session_duration_"} {
 		if strings.Contains(name, m) {
 			return true
 		}

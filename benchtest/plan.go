@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
+	"strconv"
 
 	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/benchtest/conversation"
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/engine"
 	"github.com/servegate/servegate/benchtest/metrics"
@@ -61,6 +64,14 @@ type Plan struct {
 	// Capacity, when set, makes the plan a capacity search (Sweep)
 	// instead of one run.
 	Capacity *scenario.Capacity
+	// Sessions, when set, makes the plan a multi-turn run: Prepare loads
+	// the conversations of Sessions.Source (relative paths from
+	// SessionsDir) instead of the dataset, and Execute runs
+	// engine.RunSessions instead of engine.Run.
+	Sessions *scenario.Sessions
+	// SessionsDir is the directory a session source's relative paths
+	// start from: the scenario file's.
+	SessionsDir string
 	// Info is the result JSON's header. Outcome.RunInfo fills Date,
 	// RPSChanges, ModelID when empty, the load (request rate, burstiness,
 	// concurrency, ramp-up) from Engine and, with Info.Extras, the target
@@ -68,6 +79,7 @@ type Plan struct {
 	Info metrics.RunInfo
 
 	samples []dataset.Sample
+	convs   []conversation.Conversation
 	tok     *tokenizer.Tokenizer
 }
 
@@ -155,6 +167,16 @@ func NewPlan(sc *scenario.Scenario) *Plan {
 		p.Engine.RequestRate = math.Inf(1)
 	}
 	p.Info.TokenizerID = p.Tokenizer
+	if sc.Sessions != nil {
+		p.Sessions = sc.Sessions
+		if sc.File != "" {
+			p.SessionsDir = filepath.Dir(sc.File)
+		}
+		p.Dataset.Name = "sessions-" + sc.Sessions.Source.Kind
+		p.Dataset.Seed, p.Engine.Seed = sc.Sessions.Seed, sc.Sessions.Seed
+		p.Info.Metadata = append(p.Info.Metadata, [2]string{"sessions", sc.Sessions.Source.Kind},
+			[2]string{"session_rate", strconv.FormatFloat(sc.Sessions.Arrival.Rate, 'g', -1, 64)})
+	}
 	return p
 }
 
@@ -185,12 +207,15 @@ func warmConnections(on bool) int {
 // dataset fails before any container starts. A prepared Plan keeps its
 // samples, so repeated runs send the same requests.
 func (p *Plan) Prepare(ctx context.Context) error {
-	if p.samples != nil {
+	if p.samples != nil || p.convs != nil {
 		return nil
 	}
 	tok, err := loadTokenizer(ctx, p.Tokenizer, p.Hub)
 	if err != nil {
 		return err
+	}
+	if p.Sessions != nil {
+		return p.prepareSessions(ctx, tok)
 	}
 	samples, err := dataset.Load(ctx, p.Dataset, tok)
 	if err != nil {

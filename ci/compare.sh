@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compare.sh [--paired] BASE_REF [HEAD_REF]: benchmark two revisions of the
+# compare.sh [--paired|--sequential] BASE_REF [HEAD_REF]: benchmark two revisions of the
 # repository in the current directory, interleaved (or paired), then run
 # the regression gate.
 #
@@ -46,6 +46,17 @@
 # -paired (Wilcoxon signed-rank test on per-pair ratios). BENCHTIME must be
 # 1x; the gate needs COUNT >= 6.
 #
+# --sequential: pairs as --paired, run one at a time up to COUNT (default
+# 8, the sequential test's cap); after each pair every scenario not yet
+# decided is judged on p99 TTFT by gate -sequential on its pairs' result
+# JSON so far (<scenario>.bench-base.1.json and <scenario>.bench.1.json
+# in the pair's SERVEGATE_OUT), and the pairs stop when every scenario is
+# decided (docs/verdicts.md). $OUT/gate.txt says per scenario how many
+# pairs it used and why it stopped. Only p99 TTFT is gated in this mode
+# (not fail-ratio, not goodput). Exit 0 every scenario no regression, 1 a
+# regression (and nothing undecided), 2 a scenario undecided at the cap
+# or a bad input.
+#
 # Exit status: the gate's (0 pass, 1 regression, 2 bad input); 2 also when
 # a checkout or a benchmark run fails.
 set -euo pipefail
@@ -53,11 +64,13 @@ set -euo pipefail
 die() { echo "compare: $*" >&2; exit 2; }
 
 paired=0
+sequential=0
 if [ "${1:-}" = --paired ]; then paired=1; shift; fi
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--paired] BASE_REF [HEAD_REF]"
+if [ "${1:-}" = --sequential ]; then paired=1; sequential=1; shift; fi
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--paired|--sequential] BASE_REF [HEAD_REF]"
 base_ref=$1
 head_ref=${2:-}
-COUNT=${COUNT:-10}
+if [ "$sequential" = 1 ]; then COUNT=${COUNT:-8}; else COUNT=${COUNT:-10}; fi
 WARMUP=${WARMUP:-0}
 PKGS=${PKGS:-./scenarios/...}
 BENCH=${BENCH:-.}
@@ -109,6 +122,7 @@ else
 fi
 mode="$COUNT interleaved runs"
 if [ "$paired" = 1 ]; then mode="$COUNT pairs (base and head at the same time, head's harness)"; fi
+if [ "$sequential" = 1 ]; then mode="at most $COUNT pairs, stopping when every scenario is decided (base and head at the same time, head's harness)"; fi
 echo "compare: base $base_sha, head $head_sha, $mode of $PKGS" | tee -a "$OUT/runs.log"
 
 if [ -z "${GATE:-}" ]; then
@@ -168,6 +182,56 @@ run_pair() {
     { printf 'interrupted:\ninvalid:\n'; cat "$f"; } >>"$OUT/$side.benchfmt"
   done
 }
+
+# sequential_step I: add pair I's result JSON to each scenario's list and
+# judge every scenario not yet decided; returns 0 when all are decided.
+sequential_step() {
+  local i=$1 sgout=$tmp/out/pair-$1 f name code open=0
+  mkdir -p "$tmp/seq"
+  for f in "$sgout"/*.bench-base.1.json; do
+    [ -e "$f" ] || die "pair $i wrote no <scenario>.bench-base.1.json in its output: --sequential needs servegate scenario benchmarks"
+    name=$(basename "$f" .bench-base.1.json)
+    [ -s "$sgout/$name.bench.1.json" ] || die "pair $i: $name has base's result JSON but not head's"
+    printf '%s\n%s\n' "$f" "$sgout/$name.bench.1.json" >>"$tmp/seq/$name.files"
+  done
+  for f in "$tmp/seq"/*.files; do
+    name=$(basename "$f" .files)
+    [ -e "$tmp/seq/$name.done" ] && continue
+    code=0
+    mapfile -t files <"$f"
+    # shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
+    $GATE $GATE_FLAGS -sequential "${files[@]}" >"$tmp/seq/$name.out" 2>&1 || code=$?
+    if [ "$code" = 2 ] && grep -q "not decided yet" "$tmp/seq/$name.out" && [ "$i" -lt "$COUNT" ]; then
+      open=1
+      continue
+    fi
+    echo "$code" >"$tmp/seq/$name.done"
+    { echo "== $name: after pair $i (exit $code)"; cat "$tmp/seq/$name.out"; } >>"$OUT/gate.txt"
+  done
+  return "$open"
+}
+
+if [ "$sequential" = 1 ]; then
+  : >"$OUT/gate.txt"
+  for i in $(seq 1 "$WARMUP"); do run_pair "$i" warmup; done
+  for i in $(seq 1 "$COUNT"); do
+    run_pair "$i"
+    echo "compare: pair $i of at most $COUNT done" >&2
+    if sequential_step "$i"; then break; fi
+  done
+  gated=1
+  status=0
+  for f in "$tmp/seq"/*.done; do
+    case $(cat "$f") in
+      0) ;;
+      1) [ "$status" = 0 ] && status=1 ;;
+      *) status=2 ;;
+    esac
+  done
+  cat "$OUT/gate.txt"
+  echo "compare: sequential verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
+  exit "$status"
+fi
 
 if [ "$paired" = 1 ]; then
   for i in $(seq 1 "$WARMUP"); do run_pair "$i" warmup; done

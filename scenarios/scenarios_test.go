@@ -130,7 +130,13 @@ func TestScenarioFiles(t *testing.T) {
 		if sc.Capacity != nil {
 			have["capacity"] = true
 		}
+		if s := sc.Sessions; s != nil {
+			have["sessions"] = true
+			if s.Tools != nil {
+				have["tools"] = true
+			}
+		}
 	}
-	assert.Equal(t, []string{"capacity", "chat-poisson", "completions-bursty", "prefix-cached", "prefix-uncached", "ramp-up-linear", "saturation"}, names)
-	assert.Equal(t, map[string]bool{"ramp-up": true, "max-concurrency": true, "bursty": true, "poisson": true, "prefix": true, "capacity": true}, have)
+	assert.Equal(t, []string{"agent-tools", "capacity", "chat-poisson", "completions-bursty", "multi-turn-chat", "prefix-cached", "prefix-uncached", "ramp-up-linear", "reasoning", "responses-api", "saturation"}, names)
+	assert.Equal(t, map[string]bool{"ramp-up": true, "max-concurrency": true, "bursty": true, "poisson": true, "prefix": true, "capacity": true, "sessions": true, "tools": true}, have)
 }

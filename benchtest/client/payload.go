@@ -42,7 +42,11 @@ func (c *Client) payload(req Request) ([]byte, error) {
 		if len(req.Tools) > 0 {
 			p["tools"] = req.Tools
 		}
-		p["max_completion_tokens"] = req.OutputLen
+		// 0 is a conversation turn with no length to follow (a last user
+		// message with no answer in the file): the server's own limit.
+		if req.OutputLen > 0 {
+			p["max_completion_tokens"] = req.OutputLen
+		}
 		p["stream"] = true
 		p["stream_options"] = map[string]any{"include_usage": true}
 	case BackendOpenAIResponses:
@@ -58,7 +62,9 @@ func (c *Client) payload(req Request) ([]byte, error) {
 			}
 			p["tools"] = tools
 		}
-		p["max_output_tokens"] = req.OutputLen
+		if req.OutputLen > 0 {
+			p["max_output_tokens"] = req.OutputLen
+		}
 		p["stream"] = true
 	case BackendOpenAIEmbeddings:
 		if len(req.Inputs) > 0 {

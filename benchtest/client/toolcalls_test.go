@@ -162,3 +162,22 @@ func TestConversationPayload(t *testing.T) {
 		})
 	}
 }
+
+// TestNoOutputLenNoLimit: a turn with no output length (0) sends no
+// limit at all, rather than a limit of 0 tokens that a server refuses.
+func TestNoOutputLenNoLimit(t *testing.T) {
+	for _, backend := range []string{BackendOpenAIChat, BackendOpenAIResponses} {
+		t.Run(backend, func(t *testing.T) {
+			srv := newReplay(t, http.StatusOK, readFixture(t, "vllm-0.13-chat.sse"), 0)
+			c := newClient(backend, srv.URL)
+			c.Do(t.Context(), Request{Messages: []Message{{Role: "user", Content: "Hi"}}})
+			_, p := srv.seen()
+			got := canon(t, p)
+			for _, k := range []string{"max_completion_tokens", "max_output_tokens", "max_tokens"} {
+				if strings.Contains(got, `"`+k+`"`) {
+					t.Errorf("payload %s sends %s with no output length", got, k)
+				}
+			}
+		})
+	}
+}

@@ -61,3 +61,41 @@ func FuzzTrace(f *testing.F) {
 	f.Add([]byte("{\"timestamp\": 1e300, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [-9223372036854775808]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzLoad(t, Source{Kind: KindMooncake, BlockSize: 16}, data) })
 }
+
+// FuzzGenerateConfig: no input crashes the generator configuration
+// reader; a bad file is one *dataset.FileError naming it, and a good one
+// draws whole numbers within their ceiling from every distribution.
+func FuzzGenerateConfig(f *testing.F) {
+	data, err := os.ReadFile("testdata/generate_multi_turn.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"filetype": "generate_conversations", "num_conversations": 1, "prompt_input": {"num_turns": {"distribution": "zipf", "alpha": 1.0000001, "max": 7}, "num_tokens": {"distribution": "poisson", "alpha": 1e9}}, "prompt_output": {"num_tokens": {"distribution": "lognormal", "mean": 1e9, "sigma": 100}}}`))
+	f.Add([]byte(`{"filetype": "generate_conversations", "prompt_input": {"num_turns": {"distribution": "uniform", "min": 3, "max": 2.5}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "gen.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadGenerateConfig(path)
+		if err != nil {
+			var fe *dataset.FileError
+			if !errors.As(err, &fe) || fe.Path != path || fe.Line < 0 {
+				t.Fatalf("error %v is not a file error naming %s", err, path)
+			}
+			return
+		}
+		r := NewRand(1)
+		for _, d := range []*Distribution{s.PromptInput.NumTurns, s.PromptInput.CommonPrefixNumTokens, s.PromptInput.PrefixNumTokens, s.PromptInput.NumTokens, s.PromptOutput.NumTokens} {
+			if d == nil {
+				continue
+			}
+			for range 20 {
+				if v := d.Int(r, 1000); v < 0 || v > 1000 {
+					t.Fatalf("%+v drew %d, outside [0, 1000]", *d, v)
+				}
+			}
+		}
+	})
+}

@@ -23,7 +23,8 @@ const (
 	// a source may hold together (about 640 MB of text): the same bound as
 	// a generated dataset's, dataset.MaxTotalTokens.
 	MaxTotalTokens = dataset.MaxTotalTokens
-	// MaxFileBytes is the largest conversations, ShareGPT or text file;
+	// MaxFileBytes is the largest conversations, ShareGPT or text file,
+	// and the most the text files of a synthetic source hold together;
 	// a trace is streamed line by line and has no size limit of its own.
 	MaxFileBytes = 1 << 30
 	// MaxLineBytes is the longest line of a trace.

@@ -49,3 +49,24 @@ func TestSizeLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestTextFilesTogether: each text file is under the size limit, but a
+// synthetic source that names many (or one many times) must not read
+// MaxTextFiles times MaxFileBytes into memory: the files together are
+// held to the same limit, and the file that crosses it is named.
+func TestTextFilesTogether(t *testing.T) {
+	defer func(f int64) { fileLimit = f }(fileLimit)
+	fileLimit = 1000
+	path := writeFile(t, "t.txt", strings.Repeat("word ", 120)) // 600 bytes
+	src := Source{Kind: KindSynthetic, Synthetic: Synthetic{NumConversations: 1, TextFiles: []string{path, path, path},
+		PromptInput: PromptInput{NumTurns: constant(2), NumTokens: constant(10)}, PromptOutput: PromptOutput{NumTokens: constant(1)}}}
+	_, err := Load(context.Background(), src, "", loadLlama3(t), 0)
+	var fe *dataset.FileError
+	if !errors.As(err, &fe) || fe.Path != path || !strings.Contains(fe.Msg, "text_files together") {
+		t.Fatalf("got %v, want an error naming %s: text_files together ...", err, path)
+	}
+	src.TextFiles = []string{path}
+	if _, err := Load(context.Background(), src, "", loadLlama3(t), 0); err != nil {
+		t.Fatalf("one file under the limit: %v", err)
+	}
+}

@@ -80,6 +80,12 @@ func readTrace(ctx context.Context, path string, block, maxRequests int, tok *to
 	return convs, nil
 }
 
+// maxTraceMs is the largest trace timestamp, in milliseconds (about 292
+// years): one below the last whole millisecond a time.Duration holds, so
+// that the float product in nanoseconds cannot round up to 2^63 and wrap
+// to a negative start time.
+const maxTraceMs = float64(math.MaxInt64/int64(time.Millisecond)) - 1
+
 // scanTrace streams the trace's lines and checks each: its keys, its
 // timestamp against the previous line's, its hash ids against its input
 // length.
@@ -127,7 +133,7 @@ func scanTrace(ctx context.Context, path string, block, maxRequests int) ([]trac
 		}
 		ts, in, outLen, hashes := *rec.Timestamp, *rec.InputLength, *rec.OutputLength, *rec.HashIDs
 		switch {
-		case !(ts >= 0) || ts > math.MaxInt64/1e6:
+		case !(ts >= 0) || ts > maxTraceMs:
 			return nil, fileErr(path, n, "timestamp: %v: want milliseconds from 0", ts)
 		case len(out) > 0 && ts < prev:
 			return nil, fileErr(path, n, "timestamp: %v is before line %d's %v; a trace runs forward in time", ts, prevLine, prev)

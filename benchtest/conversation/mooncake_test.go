@@ -169,3 +169,23 @@ func TestTraceOtherTokenizer(t *testing.T) {
 		t.Errorf("share %d tokens, want %d", n, 12*512)
 	}
 }
+
+// TestTraceFarTimestamp: the largest timestamp the reader takes still
+// gives a start time at or after the previous line's; a float that rounds
+// to 2^63 nanoseconds must not wrap to a negative time.
+func TestTraceFarTimestamp(t *testing.T) {
+	content := `{"timestamp": 0, "input_length": 3, "output_length": 1, "hash_ids": [7]}` + "\n" +
+		`{"timestamp": 9223372036854.775, "input_length": 3, "output_length": 1, "hash_ids": [7]}` + "\n"
+	path := writeFile(t, "far.jsonl", content)
+	convs, err := Load(context.Background(), Source{Kind: KindMooncake, Path: path, BlockSize: 16}, "", loadLlama3(t), 1)
+	if err != nil {
+		var fe *dataset.FileError
+		if !errors.As(err, &fe) || fe.Line != 2 || !strings.Contains(fe.Msg, "timestamp") {
+			t.Fatalf("got %v, want an error on line 2's timestamp", err)
+		}
+		return
+	}
+	if convs[1].At < convs[0].At {
+		t.Fatalf("line 2 starts at %v, before line 1's %v", convs[1].At, convs[0].At)
+	}
+}

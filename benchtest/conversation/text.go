@@ -29,12 +29,14 @@ type corpus struct {
 
 // readCorpus tokenizes the text files (resolved against baseDir when
 // relative) one after another, as vLLM concatenates their token ids, or
-// the bundled text when there are none.
+// the bundled text when there are none. The files together hold at most
+// MaxFileBytes.
 func readCorpus(files []string, baseDir string, tok *tokenizer.Tokenizer) (*corpus, error) {
 	c := &corpus{}
 	if len(files) == 0 {
 		c.ids = dataset.EncodeText(tok, defaultText)
 	}
+	var total int64
 	for _, name := range files {
 		path := resolve(baseDir, name)
 		st, err := os.Stat(path)
@@ -43,6 +45,11 @@ func readCorpus(files []string, baseDir string, tok *tokenizer.Tokenizer) (*corp
 		}
 		if st.Size() > fileLimit {
 			return nil, fileErr(path, 0, "%d bytes is over the maximum %d for a text file", st.Size(), fileLimit)
+		}
+		// The files together are held to one file's limit: up to
+		// MaxTextFiles files of MaxFileBytes each would not fit in memory.
+		if total += st.Size(); total > fileLimit {
+			return nil, fileErr(path, 0, "the text_files together hold over the maximum %d bytes", fileLimit)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {

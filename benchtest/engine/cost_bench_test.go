@@ -150,8 +150,9 @@ func residentKB(tb testing.TB) int64 {
 
 // TestSimServer is not a test: run in a child process by
 // BenchmarkChunkCPU ("cpu": a token every 2 ms), BenchmarkOpenStreams
-// ("open": every 25 ms, 20,000 sequences a step) and BenchmarkTTFTError
-// ("ttft": every 2 ms, 1024 sequences a step), it serves the simulator
+// ("open": every 25 ms, 20,000 sequences a step), BenchmarkTTFTError
+// ("ttft": every 2 ms, 1024 sequences a step) and BenchmarkSessions
+// ("sessions": every 5 ms, 20,000 sequences a step), it serves the simulator
 // (instant profile) on loopback, stamping each request's receipt at the
 // socket as `servegate sim` does.
 func TestSimServer(t *testing.T) {
@@ -159,9 +160,11 @@ func TestSimServer(t *testing.T) {
 		"cpu":  {"step_fixed_ms": "2"},
 		"open": {"step_fixed_ms": "25", "max_num_seqs": "20000"},
 		"ttft": {"step_fixed_ms": "2"},
+		// BenchmarkSessions: 10,000 first turns at once.
+		"sessions": {"step_fixed_ms": "5", "max_num_seqs": "20000"},
 	}[childserver.Mode()]
 	if set == nil {
-		t.Skip("helper process for BenchmarkChunkCPU, BenchmarkOpenStreams and BenchmarkTTFTError")
+		t.Skip("helper process for BenchmarkChunkCPU, BenchmarkOpenStreams, BenchmarkTTFTError and BenchmarkSessions")
 	}
 	srv, err := simulator.New(simulator.Config{Profile: "instant", Set: set})
 	if err != nil {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,11 +12,12 @@ import (
 // (the percentile formatted as vLLM formats it: "p99", "p99.9", "p50") and
 // metric is one of vLLM's ttft, tpot, itl, e2el or servegate's extras queue
 // (client queue time), schedule_lag, e2el_with_queue and lateness (the
-// load generator's own delay), and ttfc (time to first content token, a
-// reasoning model's first word of answer). servegate also knows
-// failed_<kind> for each FailureKind, failure_ratio, the harness health
-// names of Health, and the names of what today's models stream
-// (streamNames).
+// load generator's own delay), ttfc (time to first content token, a
+// reasoning model's first word of answer), and for session runs
+// ttft_first_turn, ttft_later_turns and session_duration (session.go).
+// servegate also knows failed_<kind> for each FailureKind, failure_ratio,
+// the harness health names of Health, the names of what today's models
+// stream (streamNames) and the session scalars (sessionScalars).
 
 // vllmMetrics are vLLM's latency metrics in the order its result JSON
 // lists them.
@@ -57,7 +59,7 @@ func init() {
 // for validating SLOs in scenario files. Percentiles are accepted in the
 // form vLLM writes them ("p99", "p99.9", "p0", "p100"; not "p99.0").
 func KnownMetric(name string) bool {
-	if scalarNames[name] || isHealthName(name) {
+	if scalarNames[name] || isHealthName(name) || slices.Contains(sessionScalars, name) {
 		return true
 	}
 	_, _, _, ok := parseStatName(name)
@@ -98,7 +100,7 @@ func isLatencyMetric(m string) bool {
 			}
 		}
 	}
-	return false
+	return slices.Contains(sessionMetrics, m)
 }
 
 // PercentileWord formats a percentile the way vLLM names its keys: an
@@ -164,6 +166,9 @@ func (s *Summary) Value(name string) (float64, bool) {
 	if isHealthName(name) {
 		return s.Health.value(name, s.Duration)
 	}
+	if slices.Contains(sessionScalars, name) {
+		return s.sessionValue(name)
+	}
 	if kind, ok := strings.CutPrefix(name, "failed_"); ok && scalarNames[name] {
 		return float64(s.FailuresByKind[FailureKind(kind)]), true
 	}
@@ -209,7 +214,7 @@ func (s *Summary) stats(metric string) (Stats, bool) {
 	case "ttfc":
 		return s.TTFC, gen && s.TTFCCount > 0
 	}
-	return Stats{}, false
+	return s.Sessions.stats(metric)
 }
 
 // perCompleted is n per completed request, 0 when none completed.

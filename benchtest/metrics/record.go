@@ -124,6 +124,10 @@ type Record struct {
 	// ToolRound is 0 for a user turn's first request and k for the k-th
 	// request of that turn that carries tool results.
 	ToolRound int
+	// ToolCapHit is true when the server answered with tool calls after
+	// the last tool round a turn allows: the session driver sent no tool
+	// results for them and went on to the next user turn.
+	ToolCapHit bool
 }
 
 // A ToolCall is one function call a server streamed, assembled from its

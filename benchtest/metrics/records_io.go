@@ -37,11 +37,30 @@ func (s *Summary) recordArrays() object {
 			chunks[i] = r.ChunkTokens
 		}
 	}
-	return object{
+	o := object{
 		{"request_ids", ids}, {"prompt_lens", prompts},
 		{"scheduled_times", sched}, {"dispatch_times", disp}, {"free_times", free},
 		{"failure_kinds", kinds}, {"unsent", unsent}, {"chunk_tokens", chunks},
 	}
+	if s.Sessions != nil {
+		o = append(o, s.sessionArrays()...)
+	}
+	return o
+}
+
+// sessionArrays are a session run's per-request arrays: the session, the
+// turn, the tool round and the tool-cap flag of each request.
+func (s *Summary) sessionArrays() object {
+	n := len(s.records)
+	ids := make([]string, n)
+	turns := make([]int, n)
+	rounds := make([]int, n)
+	capped := make([]any, n)
+	for i := range s.records {
+		r := &s.records[i]
+		ids[i], turns[i], rounds[i], capped[i] = r.SessionID, r.Turn, r.ToolRound, r.ToolCapHit
+	}
+	return object{{"session_ids", ids}, {"session_turns", turns}, {"session_tool_rounds", rounds}, {"tool_cap_hit", capped}}
 }
 
 // streamArrays are the per-request arrays of a run that streamed
@@ -91,6 +110,10 @@ type savedResult struct {
 	Reasoning      []int        `json:"reasoning_tokens"`
 	ToolCalls      [][]ToolCall `json:"tool_calls"`
 	FinishReasons  []string     `json:"finish_reasons"`
+	SessionIDs     []string     `json:"session_ids"`
+	SessionTurns   []int        `json:"session_turns"`
+	ToolRounds     []int        `json:"session_tool_rounds"`
+	ToolCapHit     []bool       `json:"tool_cap_hit"`
 }
 
 // readStreamed reads request i's streamArrays entries into r.
@@ -147,7 +170,8 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		"prompt_lens": len(v.PromptLens), "scheduled_times": len(v.ScheduledTimes),
 		"dispatch_times": len(v.DispatchTimes), "free_times": len(v.FreeTimes), "failure_kinds": len(v.FailureKinds), "unsent": len(v.Unsent),
 		"chunk_tokens": len(v.ChunkTokens), "ttfcs": len(v.TTFCs), "reasoning_tokens": len(v.Reasoning),
-		"tool_calls": len(v.ToolCalls), "finish_reasons": len(v.FinishReasons),
+		"tool_calls": len(v.ToolCalls), "finish_reasons": len(v.FinishReasons), "session_ids": len(v.SessionIDs), "session_turns": len(v.SessionTurns),
+		"session_tool_rounds": len(v.ToolRounds), "tool_cap_hit": len(v.ToolCapHit),
 	} {
 		if err := check(name, l); err != nil {
 			return nil, 0, err
@@ -199,6 +223,7 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		if v.ChunkTokens != nil {
 			r.ChunkTokens = v.ChunkTokens[i]
 		}
+		readSession(r, &v, i)
 		readStreamed(r, &v, i, ns)
 		switch {
 		case v.FailureKinds != nil:
@@ -209,4 +234,20 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		r.Success = r.Failure == FailureNone
 	}
 	return recs, ns(*v.Duration), nil
+}
+
+// readSession fills a record's session fields from a saved result.
+func readSession(r *Record, v *savedResult, i int) {
+	if v.SessionIDs != nil {
+		r.SessionID = v.SessionIDs[i]
+	}
+	if v.SessionTurns != nil {
+		r.Turn = v.SessionTurns[i]
+	}
+	if v.ToolRounds != nil {
+		r.ToolRound = v.ToolRounds[i]
+	}
+	if v.ToolCapHit != nil {
+		r.ToolCapHit = v.ToolCapHit[i]
+	}
 }

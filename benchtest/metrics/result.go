@@ -79,6 +79,7 @@ var perRequestKeys = []string{
 	"start_times", "latencies",
 	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "free_times", "failure_kinds", "unsent", "chunk_tokens",
 	"ttfcs", "reasoning_tokens", "tool_calls", "finish_reasons",
+	"session_ids", "session_turns", "session_tool_rounds", "tool_cap_hit",
 }
 
 // ResultJSON renders the summary as the file vllm bench serve
@@ -237,6 +238,7 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 		s.setHealth(&o)
 		o.set("invalid", nilIfEmpty(info.Invalid))
 	}
+	s.setSessions(&o)
 	if info.Interrupted {
 		o.set("interrupted", true)
 		o.set("interrupted_by", info.InterruptedBy)

@@ -84,6 +84,9 @@ type Summary struct {
 	E2ELWithQueue Stats
 	// FailuresByKind counts failed requests by kind.
 	FailuresByKind map[FailureKind]int
+	// Sessions summarise the sessions of a multi-turn run; nil when no
+	// record belongs to a session (a single-turn run).
+	Sessions *SessionStats
 	// OutputLens holds each request's output tokens (0 when failed), in
 	// record order, as vLLM's output_lens.
 	OutputLens []int
@@ -178,6 +181,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 	if !opts.Pooling {
 		s.MaxOutputTokensPerS, s.MaxConcurrentRequests = peaks(records)
 	}
+	s.Sessions = summarizeSessions(records, opts.Goodput)
 	return s
 }
 

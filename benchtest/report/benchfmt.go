@@ -89,6 +89,9 @@ func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float6
 			add("p"+ps+"_"+m+"_ms", m+"-p"+ps+"-sec", Lower, 1000)
 		}
 	}
+	if measured {
+		out = append(out, sessionBenchMetrics(lookup, percentiles)...)
+	}
 	for _, r := range rateMetrics {
 		if counts := r.name == "failure_ratio"; (!counts && !measured) || (counts && !sent) {
 			continue
@@ -109,6 +112,49 @@ func BenchMetrics(lookup func(name string) (float64, bool), percentiles []float6
 		if sent {
 			add("broken_tool_call_ratio", "broken-tool-call-ratio", Lower, 1)
 		}
+	}
+	return out
+}
+
+// sessionLatencies map the session latency metrics (metrics' names) to
+// their benchstat unit stems.
+var sessionLatencies = []struct{ name, stem string }{
+	{"ttft_first_turn", "ttft-first"},
+	{"ttft_later_turns", "ttft-later"},
+	{"session_duration", "session-duration"},
+}
+
+// sessionScalars map the session scalars to benchstat units.
+var sessionScalars = []struct{ name, unit, better string }{
+	{"session_goodput_ratio", "session-goodput-ratio", Higher},
+	{"tool_rounds", "tool-rounds", Lower},
+	{"tool_cap_hits", "tool-cap-hits", Lower},
+}
+
+// sessionBenchMetrics are a session run's own values (lookup knows them
+// only for a session run): TTFT of first and later turns and session
+// duration in seconds (mean, p50 and each percentile), session goodput,
+// tool rounds and tool-cap hits.
+func sessionBenchMetrics(lookup func(name string) (float64, bool), percentiles []float64) []BenchMetric {
+	var out []BenchMetric
+	add := func(name, unit, better string, div float64) {
+		if v, ok := lookup(name); ok {
+			out = append(out, BenchMetric{Unit: unit, Value: v / div, Better: better})
+		}
+	}
+	for _, m := range sessionLatencies {
+		add("mean_"+m.name+"_ms", m.stem+"-mean-sec", Lower, 1000)
+		add("median_"+m.name+"_ms", m.stem+"-p50-sec", Lower, 1000)
+		for _, p := range percentiles {
+			if p == 50 {
+				continue
+			}
+			ps := PercentileWord(p)
+			add("p"+ps+"_"+m.name+"_ms", m.stem+"-p"+ps+"-sec", Lower, 1000)
+		}
+	}
+	for _, s := range sessionScalars {
+		add(s.name, s.unit, s.better, 1)
 	}
 	return out
 }

@@ -130,7 +130,36 @@ func consoleRows(s ConsoleSummary) ([]summaryRow, error) {
 			c.float("P"+word+" "+sec.name+" (ms):", "p"+word+"_"+sec.key+"_ms")
 		}
 	}
+	c.sessions(percentiles)
 	return c.rows, c.err
+}
+
+// sessions adds a session run's section after vLLM's (a single-turn run
+// has no "sessions" value and prints vLLM's block alone).
+func (c *consoleWriter) sessions(percentiles []float64) {
+	if c.values == nil {
+		return
+	}
+	if _, ok := c.values.Value(metrics.SessionCount); !ok {
+		return
+	}
+	c.section("Sessions", '-')
+	c.int("Sessions:", metrics.SessionCount)
+	for _, m := range []struct{ key, name string }{
+		{"ttft_first_turn", "TTFT first turn"}, {"ttft_later_turns", "TTFT later turns"}, {"session_duration", "session duration"},
+	} {
+		c.float("Mean "+m.name+" (ms):", "mean_"+m.key+"_ms")
+		c.float("Median "+m.name+" (ms):", "median_"+m.key+"_ms")
+		for _, p := range percentiles {
+			word := PercentileWord(p)
+			c.float("P"+word+" "+m.name+" (ms):", "p"+word+"_"+m.key+"_ms")
+		}
+	}
+	if _, ok := c.values.Value(metrics.SessionGoodputRatio); ok {
+		c.float("Session goodput ratio:", metrics.SessionGoodputRatio)
+	}
+	c.int("Tool rounds:", metrics.ToolRounds)
+	c.int("Tool-cap hits:", metrics.ToolCapHits)
 }
 
 // centre centres a title in 50 characters as Python's "^" does (the odd

@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 // values is a MetricValues over a plain map.
@@ -120,4 +123,24 @@ func TestWriteConsoleSummaryMatchesVLLM(t *testing.T) {
 		Percentiles:       []float64{50, 90, 99.9},
 	}))
 	assert.Equal(t, string(want), got.String())
+}
+
+// A session run's console block ends with a Sessions section after
+// vLLM's; a single-turn run's block has none (the golden tests above).
+func TestConsoleSummarySessions(t *testing.T) {
+	recs := []metrics.Record{
+		{SessionID: "a", Success: true, TTFT: 10 * time.Millisecond, Latency: 20 * time.Millisecond, OutputTokens: 2},
+		{SessionID: "a", Turn: 1, Start: 30 * time.Millisecond, Success: true, TTFT: 5 * time.Millisecond, Latency: 10 * time.Millisecond, OutputTokens: 2},
+	}
+	s := metrics.Summarize(recs, time.Second, metrics.Options{})
+	var b strings.Builder
+	require.NoError(t, WriteConsoleSummary(&b, ConsoleSummary{Values: s}))
+	out := b.String()
+	assert.Contains(t, out, "---------------------Sessions---------------------\n")
+	assert.Contains(t, out, "Sessions:                                1         \n")
+	assert.Contains(t, out, "Mean TTFT first turn (ms):               10.00     \n")
+	assert.Contains(t, out, "P99 TTFT later turns (ms):               5.00      \n")
+	assert.Contains(t, out, "Mean session duration (ms):              40.00     \n")
+	assert.Contains(t, out, "Tool-cap hits:                           0         \n")
+	assert.NotContains(t, out, "Session goodput ratio")
 }

@@ -151,6 +151,15 @@ func buildHTMLPage(r HTMLReport) (*htmlPage, error) {
 		{Title: "End-to-end latency", Caption: fmt.Sprintf("%d successful requests", len(e2el)),
 			SVG: histogramSVG("E2EL distribution", e2el, "E2EL (ms)", marks)},
 	}
+	if turns := metrics.TTFTByTurn(r.Records); turns != nil {
+		n := 0
+		for _, t := range turns {
+			n += t.Stats.Count
+		}
+		p.Latency = append(p.Latency, htmlFigure{Title: "TTFT by turn position",
+			Caption: fmt.Sprintf("median and p99 TTFT of the %d successful session requests at each user turn (tool rounds with their turn); later turns reuse the history's prefix", n),
+			SVG:     turnsSVG("TTFT by turn position", turns)})
+	}
 	tokens, concurrent := PerSecondSeries(r.Records)
 	p.OverTime = []htmlFigure{
 		{Title: "Output tokens per second", Caption: "output chunks per one-second bucket, as vLLM counts them for its peak",

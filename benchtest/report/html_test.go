@@ -179,3 +179,27 @@ func BenchmarkWriteHTMLReport(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)/1024, "KiB/page")
 }
+
+// A session run's report plots TTFT by turn position, with whole turn
+// numbers on the x axis; a single-turn run's has no such plot.
+func TestHTMLReportTurns(t *testing.T) {
+	var recs []metrics.Record
+	for turn := range 3 {
+		recs = append(recs, metrics.Record{SessionID: "a", Turn: turn, Success: true, TTFT: time.Duration(10+turn) * time.Millisecond, Latency: 50 * time.Millisecond, OutputTokens: 4})
+	}
+	var b bytes.Buffer
+	require.NoError(t, WriteHTMLReport(&b, HTMLReport{Records: recs}))
+	page := b.String()
+	i := strings.Index(page, `aria-label="TTFT by turn position"`)
+	require.GreaterOrEqual(t, i, 0)
+	svg := page[i : strings.Index(page[i:], "</svg>")+i]
+	assert.Equal(t, 6, strings.Count(svg, `class="dot"`), "a median and a p99 point per turn")
+	for _, tick := range []string{">1<", ">2<", ">3<"} {
+		assert.Contains(t, svg, tick)
+	}
+	assert.NotContains(t, svg, ">1.5<")
+	b.Reset()
+	recs[0].SessionID, recs[1].SessionID, recs[2].SessionID = "", "", ""
+	require.NoError(t, WriteHTMLReport(&b, HTMLReport{Records: recs}))
+	assert.NotContains(t, b.String(), "TTFT by turn position")
+}

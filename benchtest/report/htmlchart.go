@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/servegate/servegate/benchtest/metrics"
 )
 
 // This file draws the HTML report's charts as inline SVG, so the report
@@ -18,7 +20,9 @@ type svgChart struct {
 	left, right, top, bot  float64 // margins, px
 	xMin, xMax, yMin, yMax float64
 	xLabel, yLabel         string
-	b                      strings.Builder
+	// intX keeps only the whole x ticks (turn numbers).
+	intX bool
+	b    strings.Builder
 }
 
 func newSVGChart(xMin, xMax, yMin, yMax float64, xLabel, yLabel string) *svgChart {
@@ -48,6 +52,9 @@ func (c *svgChart) axes() {
 		fmt.Fprintf(&c.b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, c.left-6, y+4, formatTick(t))
 	}
 	for _, t := range niceTicks(c.xMin, c.xMax, 6) {
+		if c.intX && (t != math.Trunc(t) || t < c.xMin || t > c.xMax) {
+			continue
+		}
 		x := c.x(t)
 		fmt.Fprintf(&c.b, `<line class="tickmark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, c.h-c.bot, x, c.h-c.bot+4)
 		fmt.Fprintf(&c.b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x, c.h-c.bot+17, formatTick(t))
@@ -238,4 +245,39 @@ func percentileOf(sorted []float64, p float64) float64 {
 		return sorted[len(sorted)-1]
 	}
 	return sorted[i] + (pos-float64(i))*(sorted[i+1]-sorted[i])
+}
+
+// turnsSVG draws the TTFT by turn position of a session run: for each
+// turn (x, 1-based) the median and the p99 of its requests' TTFT (ms), as
+// two lines with a dot per turn.
+func turnsSVG(title string, turns []metrics.TurnTTFT) template.HTML {
+	if len(turns) == 0 {
+		return emptySVG(title)
+	}
+	top := 0.0
+	for _, t := range turns {
+		top = math.Max(top, t.Stats.Percentile(99))
+	}
+	last := float64(turns[len(turns)-1].Turn + 1)
+	c := newSVGChart(0.5, last+0.5, 0, top*1.08, "turn", "TTFT (ms)")
+	c.intX = true
+	c.axes()
+	for i, s := range []struct {
+		class string
+		v     func(metrics.Stats) float64
+	}{
+		{"line", func(s metrics.Stats) float64 { return s.Median }},
+		{"line p99", func(s metrics.Stats) float64 { return s.Percentile(99) }},
+	} {
+		var pts strings.Builder
+		for _, t := range turns {
+			x, y := c.x(float64(t.Turn+1)), c.y(s.v(t.Stats))
+			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
+			fmt.Fprintf(&c.b, `<circle class="dot" cx="%.1f" cy="%.1f" r="3"/>`, x, y)
+		}
+		fmt.Fprintf(&c.b, `<polyline class="%s" points="%s"/>`, s.class, strings.TrimSpace(pts.String()))
+		label := []string{"p50", "p99"}[i]
+		fmt.Fprintf(&c.b, `<text class="marklabel" x="%.1f" y="%.1f">%s</text>`, c.x(last)+4, c.y(s.v(turns[len(turns)-1].Stats))-4, label)
+	}
+	return c.svg(title)
 }

@@ -154,16 +154,9 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.MappingNode {
 		return d.errorf(n, path, "want a mapping of keys, got %s", describe(n))
 	}
-	fields := map[string]int{}
+	fields := map[string][]int{}
 	var known []string
-	for i := range v.NumField() {
-		tag := v.Type().Field(i).Tag.Get("yaml")
-		if tag == "" || tag == "-" {
-			continue
-		}
-		fields[tag] = i
-		known = append(known, tag)
-	}
+	yamlFields(v.Type(), nil, fields, &known)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -179,12 +172,33 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) error {
 		if !ok {
 			return d.errorf(k, sub, "unknown key (known keys here: %s)", strings.Join(known, ", "))
 		}
-		if err := d.decode(val, v.Field(fi), sub); err != nil {
+		if err := d.decode(val, v.FieldByIndex(fi), sub); err != nil {
 			return err
 		}
 		d.pos[sub] = k.Line
 	}
 	return nil
+}
+
+// yamlFields collects the YAML keys of struct type t with their field
+// indexes: a tag's name (options such as omitempty dropped), and the keys
+// of an embedded struct tagged ",inline" as the struct's own.
+func yamlFields(t reflect.Type, at []int, fields map[string][]int, known *[]string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		idx := append(append([]int(nil), at...), i)
+		if name == "" && strings.Contains(opts, "inline") && f.Type.Kind() == reflect.Struct {
+			yamlFields(f.Type, idx, fields, known)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = idx
+		*known = append(*known, name)
+	}
 }
 
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {

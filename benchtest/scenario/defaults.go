@@ -116,6 +116,7 @@ func (sc *Scenario) applyDefaults() {
 		m.Percentiles = []float64{defaultPercentile}
 	}
 	sc.capacityDefaults()
+	sc.sessionDefaults()
 }
 
 // addSLOPercentiles adds to Metrics the percentiles and percentile metrics

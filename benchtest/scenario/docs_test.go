@@ -34,7 +34,11 @@ func TestDocsListEveryKey(t *testing.T) {
 		seen[ty] = true
 		for i := range ty.NumField() {
 			f := ty.Field(i)
-			tag := f.Tag.Get("yaml")
+			tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == "" && strings.Contains(opts, "inline") {
+				walk(f.Type)
+				continue
+			}
 			if tag == "" || tag == "-" {
 				continue
 			}

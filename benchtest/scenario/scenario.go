@@ -44,6 +44,9 @@ type Scenario struct {
 	// Capacity, when set, makes the scenario a capacity search instead of
 	// one run at load.request_rate.
 	Capacity *Capacity `yaml:"capacity"`
+	// Sessions, when set, makes the scenario multi-turn: conversations
+	// replace the dataset (sessions.go).
+	Sessions *Sessions `yaml:"sessions"`
 
 	// File is the file the scenario was loaded from ("" when parsed from
 	// bytes with no name).

@@ -30,7 +30,7 @@ var goodputDependent = []string{"request_goodput", "goodput_ratio"}
 // validate checks every value the run will use (defaults applied) and
 // returns the first problem, naming file, line and field.
 func (sc *Scenario) validate() error {
-	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO, sc.validateLimits, sc.validateServerMetrics, sc.validateCapacity, sc.validateHarness}
+	checks := []func() error{sc.validateTarget, sc.validateRequest, sc.validateSessions, sc.validateDataset, sc.validateLoad, sc.validateSampling, sc.validateSLO, sc.validateLimits, sc.validateServerMetrics, sc.validateCapacity, sc.validateHarness}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err
@@ -368,6 +368,7 @@ func (sc *Scenario) numLimits() []limit.Check {
 		limit.Float("sampling.presence_penalty", s.PresencePenalty, 2),
 	}
 	checks = append(checks, sc.serverAndCapacityLimits()...)
+	checks = append(checks, sc.sessionLimits()...)
 	for _, k := range goodputMetrics {
 		var v *float64
 		if x, ok := sc.SLO.Goodput[k]; ok {

@@ -343,3 +343,19 @@ func TestSpecDecodeMatchesSimulatorTruth(t *testing.T) {
 		assert.InDelta(t, 1+float64(accepted)/float64(drafts), v["spec_decode_mean_acceptance_length"], 1e-12)
 	}
 }
+
+// TestSummaryNoteIsDeterministic: counters that went down are named in
+// the same order every time, so that the same scrapes give the same
+// result file.
+func TestSummaryNoteIsDeterministic(t *testing.T) {
+	first, last := map[string]float64{}, map[string]float64{}
+	for _, c := range append(slices.Clone(counters), specCounters...) {
+		first[c], last[c] = 10, 1 // every counter went down
+	}
+	r := &Recorder{interval: time.Second, series: []Snapshot{{Values: first}, {Values: last}}}
+	note := Summarize(r).Note
+	require.NotEmpty(t, note)
+	for range 50 {
+		require.Equal(t, note, Summarize(r).Note)
+	}
+}

@@ -3,7 +3,9 @@ package servermetrics
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -117,7 +119,9 @@ func Summarize(r *Recorder) *Summary {
 	}
 	s.Available = true
 	first, last := series[0], series[len(series)-1]
-	for name, c := range deltas {
+	// In a fixed order, so that the notes read the same every time.
+	for _, name := range slices.Sorted(maps.Keys(deltas)) {
+		c := deltas[name]
 		a, ok1 := first.Values[c]
 		b, ok2 := last.Values[c]
 		if !ok1 || !ok2 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +88,32 @@ func pairedBench(b *testing.B, run int) bool {
 	for file, v := range map[string]float64{"bench-base.benchfmt": baseTTFT * machine, "bench.benchfmt": ttft * machine} {
 		line := fmt.Sprintf("pair: %s\nBenchmarkServe 1 %v ttft-p99-sec 0 fail-ratio\n", pair, v)
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(line), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The per-request result JSON of both sides (compare.sh
+	// --sequential): 200 requests of one schedule, the machine factor
+	// and each request's shape shared, 1% jitter of each side's own.
+	for side, v := range map[string]float64{"base": baseTTFT * machine, "head": ttft * machine} {
+		var ttfts, sched []string
+		var errs []string
+		for i := range 200 {
+			shape := 1 + 0.5*float64((i*37)%100)/100
+			off := 0
+			if side == "head" {
+				off = 5
+			}
+			jitter := 1 + 0.01*float64((i*13+off+p*3)%7-3)/3
+			ttfts = append(ttfts, strconv.FormatFloat(v*shape*jitter, 'g', -1, 64))
+			sched = append(sched, strconv.FormatFloat(0.1*float64(i), 'g', -1, 64))
+			errs = append(errs, "\"\"")
+		}
+		name := "serve.bench.1.json"
+		if side == "base" {
+			name = "serve.bench-base.1.json"
+		}
+		js := fmt.Sprintf("{\"duration\": 20, \"ttfts\": [%s], \"errors\": [%s], \"start_times\": [%s]}", strings.Join(ttfts, ", "), strings.Join(errs, ", "), strings.Join(sched, ", "))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(js), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -267,4 +294,62 @@ func TestCompareScriptPaired(t *testing.T) {
 	code, _, log = compare(base, head)
 	assert.Equal(t, ExitBadInput, code, log)
 	assert.Contains(t, log, "paired mode runs one pair per go test run")
+}
+
+// TestCompareScriptSequential runs ci/compare.sh --sequential on a
+// scratch repository: a 10% slower head fails after the fewest pairs the
+// design allows, an unchanged one passes as early, and gate.txt says how
+// many pairs each scenario used and why it stopped.
+func TestCompareScriptSequential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test 6 times")
+	}
+	script, err := filepath.Abs("../compare.sh")
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		head  string
+		count string
+		code  int
+		pairs int
+		want  string
+	}{
+		{"0.110", "", ExitRegression, 3, "FAIL ttft-p99-sec: 3 pairs used, stopped: regression: +9.64%"},
+		{"0.1000", "", ExitPass, 3, "PASS ttft-p99-sec: 3 pairs used, stopped: no regression"}, // the same TTFT, another commit
+		// A cap below the design's minimum: undecided, exit 2, never a pass.
+		{"0.1000", "2", ExitBadInput, 2, "not decided yet: 2 of at least 3 pairs"},
+	} {
+		t.Run(tt.head+"/"+tt.count, func(t *testing.T) {
+			dir, base, head := gitRepo(t, tt.head)
+			out := t.TempDir()
+			cmd := exec.Command(script, "--sequential", base, head)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PKGS=./bench/...", "OUT="+out)
+			if tt.count != "" {
+				cmd.Env = append(cmd.Env, "COUNT="+tt.count)
+			}
+			var buf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else {
+				require.NoError(t, err)
+			}
+			log := buf.String()
+			require.Equal(t, tt.code, code, log)
+			count := "8"
+			if tt.count != "" {
+				count = tt.count
+			}
+			assert.Contains(t, log, "at most "+count+" pairs, stopping when every scenario is decided")
+			assert.Contains(t, log, fmt.Sprintf("pair %d of at most %s done", tt.pairs, count))
+			assert.NotContains(t, log, fmt.Sprintf("pair %d of at most %s done", tt.pairs+1, count), "the pairs stop when every scenario is decided")
+			gate, err := os.ReadFile(filepath.Join(out, "gate.txt"))
+			require.NoError(t, err)
+			assert.Contains(t, string(gate), fmt.Sprintf("== serve: after pair %d", tt.pairs))
+			assert.Contains(t, string(gate), tt.want)
+		})
+	}
 }

@@ -163,6 +163,7 @@ func RunHistoryStore(st *history.Store, opt HistoryOptions) (*HistoryReport, err
 		}
 		runner = runners[0]
 	}
+	defer st.ReadLock()() // no prune removes a commit while its files are read
 	commits, notes, err := st.Commits(runner)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)

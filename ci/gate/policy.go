@@ -118,6 +118,8 @@ func ParseTolerance(s string) (Tolerance, error) {
 //	max-rate-req/s: 5% lower at most (optional: only capacity scenarios report it)
 //	server-spec-accept-ratio, server-spec-accept-len-tokens: 5% lower at most
 //	  (optional: only servers with speculative decoding report them)
+//	ttft-later-p99-sec: 5% worse at most (optional: only session scenarios report it;
+//	               the TTFT of later turns, which prefix reuse decides)
 //
 // fail-ratio comes first: a head whose requests fail more often is worse
 // whatever its latencies say, and a run with no successful request
@@ -145,6 +147,7 @@ func DefaultPolicy() *Policy {
 			{Unit: "broken-tool-call-ratio", Tolerance: Tolerance{Amount: 0, Sign: 1}, Optional: true},
 			{Unit: "server-spec-accept-ratio", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Better: 1, Optional: true},
 			{Unit: "server-spec-accept-len-tokens", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Better: 1, Optional: true},
+			{Unit: "ttft-later-p99-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}, Optional: true},
 		},
 	}
 }
@@ -177,6 +180,9 @@ gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
   server-spec-accept-len-tokens: # its mean acceptance length (bonus token included) too
     tolerance: 5%
     better: higher
+    optional: true
+  ttft-later-p99-sec: # TTFT of later turns (session scenarios), which prefix reuse decides
+    tolerance: 5%
     optional: true
 `
 

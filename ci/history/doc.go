@@ -8,9 +8,10 @@
 //
 //	STORE/
 //	  servegate-history.json           {"layout": 1}: marks the directory as a store
-//	  .lock                            flock(2) file: adds share it, a prune holds it alone
+//	  .lock                            flock(2) file: adds and readers share it, a prune holds it alone
 //	  <runner>/                        one directory per runner type ("ubuntu-latest-4cpu")
 //	    <commit>/                      one directory per commit (its full hash)
+//	      .lock                        flock(2) file: an add holds it alone to check and file its run
 //	      <run>/                       one directory per add: <UTC time>-<8 hex digits>
 //	        manifest.json              the Manifest: commit, commit time, runner, scenario hashes, files
 //	        test.benchfmt ...          the run's files, under their own base names
@@ -26,7 +27,8 @@
 // of the same commit, both land. There is no shared index to update: the
 // commit list is derived by listing. A prune renames a commit directory
 // away before it deletes it, and takes the store's lock exclusively so no
-// add can land in a directory it is removing.
+// add can land in a directory it is removing, and no reader (Commits,
+// and ReadLock held while a run's files are read) loses a file under it.
 //
 // # Order
 //

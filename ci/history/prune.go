@@ -92,7 +92,7 @@ func (s *Store) Prune(ret Retention) (*PruneReport, error) {
 	type victim struct{ runner, commit string }
 	var victims []victim
 	for _, runner := range runners {
-		commits, _, err := s.Commits(runner)
+		commits, _, err := s.commits(runner) // the lock is held
 		if err != nil {
 			return nil, fmt.Errorf("prune: %w", err)
 		}

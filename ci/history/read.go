@@ -72,7 +72,14 @@ func (s *Store) Runners() ([]string, error) {
 // the manifest says (torn), or, for benchfmt files, of another SHA-256
 // (altered) is an error naming the file, and nothing is read past it.
 // A commit directory without a complete run is left out with a note.
+// It holds the store's lock shared, so a prune waits for it.
 func (s *Store) Commits(runner string) ([]*Commit, []string, error) {
+	defer s.ReadLock()()
+	return s.commits(runner)
+}
+
+// commits is Commits for a caller that holds the store's lock.
+func (s *Store) commits(runner string) ([]*Commit, []string, error) {
 	if err := CheckRunner(runner); err != nil {
 		return nil, nil, fmt.Errorf("read store: %w", err)
 	}

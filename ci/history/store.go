@@ -130,6 +130,11 @@ func Create(dir string) (*Store, error) {
 	}
 	for _, e := range ents {
 		if e.Name() != lockFile && !strings.HasPrefix(e.Name(), layoutFile) {
+			// Another add may have made the store since IsStore looked:
+			// it writes the layout file before anything else.
+			if IsStore(dir) {
+				return Open(dir)
+			}
 			return nil, fmt.Errorf("create store: %s is not empty and holds no %s: refusing to make it a store", dir, layoutFile)
 		}
 	}
@@ -271,10 +276,18 @@ func (s *Store) Add(ctx context.Context, req AddRequest) (*Run, error) {
 	}
 	defer unlock()
 	commitDir := filepath.Join(s.Dir, req.Runner, req.Commit)
-	if err := s.checkSameCommit(commitDir, &m); err != nil {
+	if err := os.MkdirAll(commitDir, 0o755); err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
-	if err := os.MkdirAll(commitDir, 0o755); err != nil {
+	// Adds share the store's lock, so the check against the commit's
+	// other runs and this run's rename hold the commit's own lock alone:
+	// otherwise two adds that disagree both pass the check and both land.
+	unlockCommit, err := lockDir(commitDir, true)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	defer unlockCommit()
+	if err := s.checkSameCommit(commitDir, &m); err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
 	tmp, err := os.MkdirTemp(commitDir, addPrefix)
@@ -359,6 +372,11 @@ func writeSynced(name string, data []byte) error {
 // what a benchfmt file reports to benchmarks.
 func readRunFile(path string, benchmarks map[string]Benchmark) ([]byte, File, error) {
 	f := File{Name: filepath.Base(path)}
+	// A reader refuses these names (checkFile): filing one would make
+	// every later read of the runner type fail.
+	if strings.HasPrefix(f.Name, ".") || f.Name == manifestFile {
+		return nil, f, fmt.Errorf("%s: a run cannot hold a file named %q (a dot file, or the run's own %s): rename it", path, f.Name, manifestFile)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, f, err

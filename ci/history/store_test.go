@@ -383,3 +383,119 @@ func TestPruneWhileAdding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left)
 }
+
+// TestAddRefusesUnreadableNames: an add must refuse a file whose base
+// name a reader refuses (a dot file, the manifest's own name), instead of
+// filing a run that makes every later read of its runner type fail.
+func TestAddRefusesUnreadableNames(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	addCommit(t, s, "cpu4", 1, benchfmtFile(t, "aaa", 0.030, ""))
+	for _, name := range []string{".hidden.json", ".x.benchfmt", manifestFile} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), name)
+			body := `{"completed":1}`
+			if strings.HasSuffix(name, ".benchfmt") {
+				body = "BenchmarkX 1 2 ns/op\n"
+			}
+			require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+			_, err := s.Add(context.Background(), AddRequest{Commit: "c002", CommitTime: t0.Add(2 * time.Hour), Runner: "cpu4",
+				Files: []string{benchfmtFile(t, "aaa", 0.03, ""), p}})
+			require.ErrorContains(t, err, name)
+			commits, _, err := s.Commits("cpu4")
+			require.NoError(t, err, "the store is still readable")
+			assert.Len(t, commits, 1)
+		})
+	}
+}
+
+// TestConcurrentAddsDisagreeing: adds of one commit that disagree (commit
+// time, scenario version) and run at once must not both land: the check
+// against the commit's other runs and the run's rename are one step, or
+// the store is left unreadable for the whole runner type.
+func TestConcurrentAddsDisagreeing(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	const writers = 8
+	files := make([]string, writers)
+	for i := range files {
+		files[i] = benchfmtFile(t, fmt.Sprintf("sha%d", i), 0.03, strings.Repeat("# padding line\n", 2000))
+	}
+	var adds sync.WaitGroup
+	start := make(chan struct{})
+	var landed sync.Map
+	for i := range writers {
+		adds.Go(func() {
+			<-start
+			_, err := s.Add(context.Background(), AddRequest{Commit: "c001", CommitTime: t0.Add(time.Duration(i) * time.Minute), Runner: "cpu4", Files: []string{files[i]}})
+			if err == nil {
+				landed.Store(i, true)
+			}
+		})
+	}
+	close(start)
+	adds.Wait()
+	n := 0
+	landed.Range(func(any, any) bool { n++; return true })
+	assert.Equal(t, 1, n, "adds of one commit with different commit times landed")
+	_, _, err = s.Commits("cpu4")
+	require.NoError(t, err, "the store is readable")
+}
+
+// TestReadWhilePruning: a reader (site, gate -history, export) that reads
+// while a prune removes commits sees the store before or after the prune,
+// never a run whose files vanished under it, which it would report as a
+// torn store.
+func TestReadWhilePruning(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	file := benchfmtFile(t, "aaa", 0.03, strings.Repeat("# padding line\n", 500))
+	const n = 60
+	for i := range n {
+		for range 2 {
+			addCommit(t, s, "cpu4", i, file)
+		}
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 1)
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// As gate -history and export do: list, then read the files.
+			err := func() error {
+				defer s.ReadLock()()
+				cs, _, err := s.Commits("cpu4")
+				if err != nil {
+					return err
+				}
+				for _, c := range cs {
+					for _, f := range c.FilesOf(KindBenchfmt) {
+						if _, err := os.ReadFile(f); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}()
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	for keep := n - 2; keep >= MinKeepCommits; keep -= 2 {
+		_, err := s.Prune(Retention{KeepCommits: keep})
+		require.NoError(t, err)
+	}
+	close(stop)
+	reader.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error("reader:", err)
+	}
+}

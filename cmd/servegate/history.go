@@ -98,10 +98,22 @@ func runHistoryAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 func (a *historyAddArgs) add(ctx context.Context, stdout io.Writer) error {
 	commit := a.Commit
-	if commit == "" {
+	if strings.HasPrefix(commit, "-") {
+		return fmt.Errorf("--commit %q: a commit does not start with '-'", commit)
+	}
+	switch {
+	case commit == "":
 		out, err := git(ctx, "rev-parse", "HEAD")
 		if err != nil {
 			return fmt.Errorf("no --commit, and %w", err)
+		}
+		commit = out
+	case a.CommitTime == "":
+		// Asked of git anyway for its time: file it under the full
+		// hash, so that HEAD or a short hash is not a commit name.
+		out, err := git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{commit}")
+		if err != nil {
+			return fmt.Errorf("--commit %q without --commit-time: %w", commit, err)
 		}
 		commit = out
 	}
@@ -132,7 +144,7 @@ func (a *historyAddArgs) add(ctx context.Context, stdout io.Writer) error {
 // committer date.
 func commitTime(ctx context.Context, flag, commit string) (time.Time, error) {
 	if flag == "" {
-		out, err := git(ctx, "show", "-s", "--format=%cI", commit)
+		out, err := git(ctx, "show", "-s", "--format=%cI", "--end-of-options", commit)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("no --commit-time, and %w", err)
 		}

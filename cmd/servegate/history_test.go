@@ -85,6 +85,10 @@ func TestHistoryCommandsRefuse(t *testing.T) {
 		{[]string{"history", "prune", "--store", empty}, "not a servegate history store"},
 		{[]string{"history", "export", "--store", empty, "--format", "xml"}, "invalid choice: 'xml'"},
 		{[]string{"history", "site", "--store", empty, "--out", empty, "--window", "0"}, "--window 0"},
+		// A commit is never an option of git's, nor filed under a name git
+		// would not resolve to itself.
+		{[]string{"history", "add", "--store", filepath.Join(empty, "s"), "--commit=--output=/tmp/x", "f"}, "a commit does not start with '-'"},
+		{[]string{"history", "add", "--store", filepath.Join(empty, "s"), "--commit", "no-such-commit-anywhere", "f"}, `--commit "no-such-commit-anywhere" without --commit-time`},
 	} {
 		code, _, errOut := runCmd(t, c.args...)
 		assert.Equal(t, 2, code, c.args)

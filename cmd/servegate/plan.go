@@ -67,6 +67,11 @@ func scenarioPlan(sc *scenario.Scenario, a *benchArgs, fp *benchPlan, p *argPars
 	if err != nil {
 		return nil, overrideError(sc.Name, err)
 	}
+	if over.Sessions != nil {
+		if err := sessionFlags(over.Name, p); err != nil {
+			return nil, err
+		}
+	}
 	plan := benchtest.NewPlan(over)
 	applyFlags(plan, a, fp, p.given)
 	return plan, nil
@@ -237,4 +242,30 @@ func overrideError(name string, err error) error {
 		return err
 	}
 	return fmt.Errorf("scenario %s: %w", name, err)
+}
+
+// notForSessions are the flags (or flag prefixes, ending in "-") that set
+// requests or their arrival, which a session scenario takes from its
+// sessions block instead.
+var notForSessions = []string{
+	"dataset-", "num-prompts", "random-", "sonnet-", "sharegpt-", "custom-", "spec-bench-", "txt-slices-",
+	"prefix-repetition-", "hf-", "no-oversample", "disable-shuffle", "skip-chat-template", "no-reranker",
+	"request-rate", "burstiness", "max-concurrency", "num-warmups", "ramp-up-", "lora-modules", "shard", "seed",
+	"blazedit-", "common-prefix-len",
+}
+
+// sessionFlags refuses, for a session scenario, the flags given that it
+// would not use: a flag that changed nothing would be a silent lie.
+func sessionFlags(name string, p *argParser) error {
+	for _, o := range p.options {
+		if !o.seen {
+			continue
+		}
+		for _, f := range notForSessions {
+			if o.name == f || (strings.HasSuffix(f, "-") && strings.HasPrefix(o.name, f)) {
+				return fmt.Errorf("scenario %s is a session scenario: --%s does not apply (its sessions block sets the conversations, their arrival, max_active, warmups and seed)", name, o.name)
+			}
+		}
+	}
+	return nil
 }

@@ -14,6 +14,10 @@ import (
 // room for the truncation note.
 const maxBody = 65000
 
+// maxList is where the list of regressed units is cut, in bytes of the
+// comment so far: room is left for the gate's report.
+const maxList = maxBody / 2
+
 // A bodyInput is what the comment is made of.
 type bodyInput struct {
 	// Markdown is the gate's Markdown report, included verbatim.
@@ -48,8 +52,14 @@ func commentBody(in bodyInput) (string, error) {
 	}
 	if rep != nil {
 		if fails := rep.Failures(); len(fails) > 0 {
-			b.WriteString("**Regressed:**\n\n")
-			for _, c := range fails {
+			fmt.Fprintf(&b, "**Regressed (%d):**\n\n", len(fails))
+			for i, c := range fails {
+				// The list is cut at half the comment, or a broken build
+				// that regresses every unit makes a body GitHub refuses.
+				if b.Len() > maxList {
+					fmt.Fprintf(&b, "- … and %d more: see the gate's report below\n", len(fails)-i)
+					break
+				}
 				name := fmt.Sprintf("`%s` of `%s`", c.Unit, c.Benchmark)
 				if in.SiteURL != "" {
 					name = fmt.Sprintf("[%s](%s)", name, site.ChartURL(in.SiteURL, in.Runner, c.Benchmark, c.Unit))

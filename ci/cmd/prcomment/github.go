@@ -26,7 +26,7 @@ type comment struct {
 	Body string `json:"body"`
 }
 
-// upsert updates the pull request's comment that holds marker, or
+// upsert updates the pull request's comment that starts with marker, or
 // creates one. It returns the comment's id and whether it was created.
 func (g *github) upsert(ctx context.Context, pr int, marker, body string) (int64, bool, error) {
 	if !strings.Contains(g.repo, "/") {
@@ -39,7 +39,10 @@ func (g *github) upsert(ctx context.Context, pr int, marker, body string) (int64
 			return 0, false, err
 		}
 		for _, c := range cs {
-			if strings.Contains(c.Body, marker) {
+			// The gate's comment starts with the marker; another comment
+			// that only mentions it (a reviewer quoting it) is not ours
+			// to overwrite.
+			if strings.HasPrefix(c.Body, marker) {
 				var out comment
 				err := g.call(ctx, http.MethodPatch, fmt.Sprintf("%s/issues/comments/%d", base, c.ID), map[string]string{"body": body}, &out)
 				return c.ID, false, err

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -206,4 +207,54 @@ func TestNoReport(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 2, run(context.Background(), []string{"post", "-markdown", missing, "-exit", "0", "-dry-run"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr))
 	assert.Contains(t, stderr.String(), "read the gate's Markdown")
+}
+
+// TestOthersMentioningTheMarker: a reviewer's comment that mentions the
+// hidden marker (quoting it, say) is not the gate's comment: it is never
+// overwritten, and the gate's own comment is the one updated.
+func TestOthersMentioningTheMarker(t *testing.T) {
+	fake := &fakeGitHub{t: t}
+	human := "The bot finds its comment by `<!-- servegate-gate -->`, see ci/cmd/prcomment."
+	fake.nextID++
+	fake.comments = append(fake.comments, comment{ID: fake.nextID, Body: human})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := map[string]string{"GITHUB_API_URL": srv.URL, "GITHUB_REPOSITORY": testRepo, "GITHUB_TOKEN": testToken}
+	for range 2 {
+		md, js, exit := gateReports(t, "within")
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"post", "-markdown", md, "-json", js, "-exit", strconv.Itoa(exit), "-pr", strconv.Itoa(testPR)},
+			func(k string) string { return env[k] }, &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+	}
+	require.Len(t, fake.comments, 2)
+	assert.Equal(t, human, fake.comments[0].Body, "a reviewer's comment was overwritten")
+	assert.True(t, strings.HasPrefix(fake.comments[1].Body, "<!-- servegate-gate -->\n"))
+	assert.Equal(t, 1, fake.posts)
+	assert.Equal(t, 1, fake.patches)
+}
+
+// TestBodyFitsWithManyRegressions: when every unit of many scenarios
+// regresses (a broken build), the comment still fits GitHub's 65536
+// characters, so it is posted rather than refused with a 422.
+func TestBodyFitsWithManyRegressions(t *testing.T) {
+	rep := gate.Report{Verdict: gate.Fail}
+	for i := range 1000 {
+		rep.Comparisons = append(rep.Comparisons, &gate.Comparison{
+			Benchmark: fmt.Sprintf("Scenarios/scenario=chat-%04d-with-a-long-descriptive-name", i), Unit: "ttft-p99-sec",
+			Base: &gate.Sample{N: 10}, Head: &gate.Sample{N: 10}, Delta: 0.25, P: 0.0001, PAdjusted: 0.0001,
+			Gated: true, Verdict: gate.Fail,
+		})
+	}
+	js, err := json.Marshal(&rep)
+	require.NoError(t, err)
+	body, err := commentBody(bodyInput{Markdown: strings.Repeat("| row |\n", 20000), JSON: js, Exit: 1,
+		SiteURL: "https://acme.github.io/llm/", Runner: "ubuntu-latest", Marker: "servegate-gate"})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, utf8.RuneCountInString(body), 65536)
+	assert.True(t, strings.HasPrefix(body, "<!-- servegate-gate -->\n## ❌ servegate: regression\n"))
+	assert.True(t, strings.Contains(body, "scenario=chat-0000"), "the first regressions are listed")
+	assert.True(t, strings.Contains(body, "**Regressed (1000):**"), "the comment says how many regressed")
+	assert.True(t, strings.Contains(body, "more: see the gate's report"), "the comment says the list is cut")
+	assert.True(t, strings.HasSuffix(body, "</details>\n"), "the report's details are closed")
 }

@@ -47,6 +47,7 @@ func Load(st *history.Store, runner string) ([]Point, []string, error) {
 		}
 		runner = runners[0]
 	}
+	defer st.ReadLock()() // no prune removes a commit while its files are read
 	commits, notes, err := st.Commits(runner)
 	if err != nil {
 		return nil, nil, fmt.Errorf("export: %w", err)
@@ -129,7 +130,8 @@ func WriteBMF(w io.Writer, p Point) error {
 // header "time,commit,<metric>..." and one row per commit, oldest first,
 // with the time as "2006-01-02 15:04:05 +0000" and each metric the
 // median of the commit's runs. A metric column is "<scenario>.<unit>"
-// (the benchmark's scenario= part, else its name), one per benchmark
+// (the benchmark's scenario= part, else its name; the full name when
+// two benchmarks share the scenario), one per benchmark
 // and unit the newest commit reports; with benchmark set, only that
 // benchmark's, named by unit alone. Otava needs a number in every cell,
 // so a commit missing a column, or one that ran another version of a
@@ -149,6 +151,18 @@ func WriteCSV(w io.Writer, pts []Point, benchmark string) ([]string, []string, e
 				name = unit
 			}
 			cols = append(cols, col{bench, unit, name})
+		}
+	}
+	// Two benchmarks of one scenario (Scenarios/scenario=x and
+	// Capacity/scenario=x) would share a column name, and Otava keys
+	// metrics by name: such columns are named by the full benchmark name.
+	count := map[string]int{}
+	for _, c := range cols {
+		count[c.name]++
+	}
+	for i, c := range cols {
+		if count[c.name] > 1 {
+			cols[i].name = c.bench + "." + c.unit
 		}
 	}
 	if len(cols) == 0 {

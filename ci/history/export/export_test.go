@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +157,43 @@ func TestLoadRefuses(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = Load(st, "")
 	assert.ErrorContains(t, err, "holds no runs yet")
+}
+
+// TestCSVColumnsUnique: two benchmarks of one scenario (a scenario run
+// and its capacity sweep, say) reporting one unit get two columns of
+// different names; Otava keys metrics by column name, so a repeated name
+// would chart one benchmark's figures as the other's.
+func TestCSVColumnsUnique(t *testing.T) {
+	st, err := history.Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	for i := 1; i <= 2; i++ {
+		f := filepath.Join(t.TempDir(), "test.benchfmt")
+		body := fmt.Sprintf("BenchmarkScenarios/scenario=chat 1 %d tok/s\nBenchmarkCapacity/scenario=chat 1 %d tok/s\n", 100+i, 900+i)
+		require.NoError(t, os.WriteFile(f, []byte(body), 0o644))
+		_, err := st.Add(context.Background(), history.AddRequest{Commit: fmt.Sprintf("c%d", i), CommitTime: t0.Add(time.Duration(i) * time.Hour), Runner: "cpu4", Files: []string{f}})
+		require.NoError(t, err)
+	}
+	pts, _, err := Load(st, "cpu4")
+	require.NoError(t, err)
+	var b bytes.Buffer
+	cols, _, err := WriteCSV(&b, pts, "")
+	require.NoError(t, err)
+	rows, err := csv.NewReader(bytes.NewReader(b.Bytes())).ReadAll()
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, h := range rows[0] {
+		assert.False(t, seen[h], "column %q twice in %v", h, rows[0])
+		seen[h] = true
+	}
+	require.Len(t, cols, 2)
+	checkOtava(t, b.Bytes(), cols)
+	// Each column holds its own benchmark's figures.
+	for i, c := range cols {
+		want := "102"
+		if strings.Contains(c, "Capacity") {
+			want = "902"
+		}
+		assert.Equal(t, want, rows[2][2+i], c)
+	}
 }

@@ -194,9 +194,21 @@ func ticks(lo, hi float64, k int) []float64 {
 			break
 		}
 	}
+	// Count in whole steps: where the step is below the values' float
+	// precision (values a last bit apart), t += step would not move t
+	// and the loop would never end; there, one tick in the middle.
+	first, last := math.Ceil(lo/step), math.Floor(hi/step)
+	if lo+step == lo || hi+step == hi || !(last-first <= 4*float64(k)) {
+		return []float64{lo + (hi-lo)/2}
+	}
 	var out []float64
-	for t := math.Ceil(lo/step) * step; t <= hi; t += step {
-		out = append(out, t)
+	for i := first; i <= last; i++ {
+		if t := i * step; t >= lo && t <= hi {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, lo+(hi-lo)/2)
 	}
 	return out
 }

@@ -222,14 +222,26 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 	}
 	for !preempted && len(e.waiting) > 0 && len(e.running) < e.p.MaxNumSeqs && budget > 0 {
 		s := e.waiting[0]
+		local, loaded, fits := -1, 0, true
 		if len(s.blocks) == 0 {
-			e.hitPrefixCache(s)
+			local, loaded, fits = e.hitPrefixCache(s, budget)
 		}
 		n := min(s.numTokens()-s.numComputed, budget)
-		if !e.reserve(s, s.numComputed+n) {
+		if !fits || !e.reserve(s, s.numComputed+n) {
+			// Not scheduled, so its load from the offload tier is not
+			// issued either (vLLM asks the connector only for a request
+			// it can allocate): the blocks meant for it hold nothing.
+			e.kv.forget(s.blocks[len(s.blocks)-loaded:])
+			e.loaded -= loaded
 			e.free(s)
 			s.numComputed = 0
 			break
+		}
+		if local >= 0 {
+			e.noteQuery(s, local, loaded)
+		}
+		if loaded > 0 {
+			e.metrics.offloadLoad(loaded)
 		}
 		e.waiting = e.waiting[1:]
 		s.state = seqRunning
@@ -274,8 +286,12 @@ func (e *engine) cacheBlocks(s *seq, n int) {
 }
 
 // hitPrefixCache gives a sequence the cached blocks of its longest cached
-// prefix. At least one token is always left to compute.
-func (e *engine) hitPrefixCache(s *seq) {
+// prefix, and the blocks after them that the offload tier has, loaded back.
+// At least one token is always left to compute. It returns the tokens
+// found in the cache and the blocks loaded; fits is false (and nothing is
+// loaded) when the load and the step's chunk of s (up to budget tokens)
+// would need more blocks than are free.
+func (e *engine) hitPrefixCache(s *seq, budget int) (local, loaded int, fits bool) {
 	bs := e.p.BlockSize
 	full := (s.numTokens() - 1) / bs
 	hashes := s.blockHashes(full, bs)
@@ -284,13 +300,21 @@ func (e *engine) hitPrefixCache(s *seq) {
 	s.blocks = append(s.blocks[:0], hits...)
 	s.numComputed = len(hits) * bs
 	s.committed = len(hits)
-	local := s.numComputed
-	loaded := e.loadOffloaded(s, hashes[len(hits):])
+	local = s.numComputed
+	loaded, fits = e.loadOffloaded(s, hashes[len(hits):], budget)
+	return local, loaded, fits
+}
+
+// noteQuery records, once per sequence, the prefix lookup of its first
+// admission: local tokens found in the cache, loaded blocks from the
+// offload tier.
+func (e *engine) noteQuery(s *seq, local, loaded int) {
+	bs := e.p.BlockSize
 	if !s.queried {
 		s.queried = true
 		e.metrics.prefixQuery(s.numTokens(), local)
 		if e.kv.offload != nil {
-			e.metrics.offloadQuery(s.numTokens()-local, loaded*bs, loaded)
+			e.metrics.offloadQuery(s.numTokens()-local, loaded*bs)
 		}
 		s.mu.Lock()
 		s.truth.CachedTokens = s.numComputed
@@ -301,15 +325,26 @@ func (e *engine) hitPrefixCache(s *seq) {
 
 // loadOffloaded continues a prefix hit in the offload tier: the blocks of
 // hashes (those after the cache's hits) found there are loaded back into
-// fresh cache blocks, as many as are free, and charged to this step.
-func (e *engine) loadOffloaded(s *seq, hashes []uint64) int {
+// fresh cache blocks, as many as are free, and charged to this step. Like
+// vLLM's allocation, it first checks that the loaded blocks and those of
+// the step's chunk (up to budget tokens) are free, and when they are not
+// it loads (and evicts) nothing and says so.
+func (e *engine) loadOffloaded(s *seq, hashes []uint64, budget int) (int, bool) {
 	if e.kv.offload == nil || len(hashes) == 0 {
-		return 0
+		return 0, true
 	}
 	n := min(e.kv.offload.match(hashes), e.kv.numFree())
+	if n == 0 {
+		return 0, true
+	}
+	bs := e.p.BlockSize
+	t := s.numComputed + n*bs
+	if need := (t+min(s.numTokens()-t, budget)+bs-1)/bs - len(s.blocks); need > e.kv.numFree() {
+		return 0, false
+	}
 	ids, ok := e.kv.allocate(n)
-	if !ok || n == 0 {
-		return 0
+	if !ok {
+		return 0, false
 	}
 	for i, id := range ids {
 		e.kv.commit(id, hashes[i])
@@ -318,7 +353,7 @@ func (e *engine) loadOffloaded(s *seq, hashes []uint64) int {
 	s.numComputed += n * e.p.BlockSize
 	s.committed += n
 	e.loaded += n
-	return n
+	return n, true
 }
 
 // reserve makes sure s has blocks for its first n tokens.

@@ -128,9 +128,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		writeErr(w, err)
 		return
 	}
-	if j.fault.status != 0 {
-		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
-		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
+	if s.refuseFault(w, r, j, arrival) {
 		return
 	}
 	kids := s.submitJob(j, r, arrival)
@@ -146,6 +144,17 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 // they are admitted in the same step and the later ones find the prompt's
 // blocks in the prefix cache, as vLLM's n child requests do. One ground
 // truth record covers them all.
+// refuseFault answers a job whose injected fault is an HTTP status with
+// that error, records it in the ground truth, and reports whether it did.
+func (s *Server) refuseFault(w http.ResponseWriter, r *http.Request, j *job, arrival time.Time) bool {
+	if j.fault.status == 0 {
+		return false
+	}
+	s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
+	writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
+	return true
+}
+
 func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 	notify := make(chan struct{}, 1) // shared: the handler waits for any choice
 	kids := make([]*seq, len(j.choices))

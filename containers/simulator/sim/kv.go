@@ -123,6 +123,19 @@ func (c *kvCache) commit(id int, h uint64) {
 	}
 }
 
+// forget takes blocks out of the prefix cache: they were committed for
+// contents that were never written (a load that was not issued), so
+// nothing may hit them.
+func (c *kvCache) forget(ids []int) {
+	for _, id := range ids {
+		b := &c.blocks[id]
+		if b.hashed && c.cached[b.hash] == id {
+			delete(c.cached, b.hash)
+		}
+		b.hashed = false
+	}
+}
+
 // release drops one reference to each block. Blocks nobody uses go to the
 // free queue, the sequence's last blocks first so that they are evicted
 // before its prefix; blocks with no hash go to the front, as nothing can hit

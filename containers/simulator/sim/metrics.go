@@ -104,11 +104,19 @@ func (m *metrics) specDraft(k, a int) {
 
 // offloadQuery records a prefix lookup in the offload tier: tokens asked
 // for and tokens found (loaded back).
-func (m *metrics) offloadQuery(queried, hit, loadedBlocks int) {
+func (m *metrics) offloadQuery(queried, hit int) {
 	m.mu.Lock()
 	m.offloadQueries += int64(queried)
 	m.offloadHits += int64(hit)
-	m.offloadLoaded += int64(loadedBlocks)
+	m.mu.Unlock()
+}
+
+// offloadLoad counts blocks loaded back from the offload tier, every load
+// a step is charged for (a sequence readmitted after a preemption loads
+// again).
+func (m *metrics) offloadLoad(blocks int) {
+	m.mu.Lock()
+	m.offloadLoaded += int64(blocks)
 	m.mu.Unlock()
 }
 
@@ -301,7 +309,7 @@ func (m *metrics) write(w io.Writer, st engineStats) {
 		// The simulator's own names: vLLM 0.13's offloading connector
 		// exports no block counts.
 		counter("vllm:kv_offload_stored_blocks", "Simulator: KV blocks written to the offload tier when evicted from the KV cache.", m.offloadStored)
-		counter("vllm:kv_offload_loaded_blocks", "Simulator: KV blocks loaded back from the offload tier on a prefix hit.", m.offloadLoaded)
+		counter("vllm:kv_offload_loaded_blocks", "Simulator: KV blocks loaded back from the offload tier (every load: a sequence readmitted after a preemption loads again).", m.offloadLoaded)
 	}
 	fmt.Fprintf(w, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{%s} 1.0\n", m.cache)
 	m.http.write(w, created)

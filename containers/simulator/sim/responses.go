@@ -61,9 +61,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j := rj.job
-	if j.fault.status != 0 {
-		s.truth.add(&seqRecord{s: &seq{id: j.rid, arrival: arrival, promptLen: len(j.prompt)}, endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
-		writeError(w, newError(j.fault.status, "%s", faultMessage(j.fault.status)))
+	if s.refuseFault(w, r, j, arrival) {
 		return
 	}
 	kids := s.submitJob(j, r, arrival)
@@ -74,6 +72,19 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	ids, reason, ok := s.collect(r, kids[0])
 	if !ok {
+		return
+	}
+	switch f := j.fault; {
+	case f.abortAfter >= 0:
+		panic(http.ErrAbortHandler)
+	case f.errorAfter >= 0:
+		writeError(w, newError(http.StatusInternalServerError, "The simulated engine failed (injected by the simulator)."))
+		return
+	case f.stall > 0 && !sleepCtx(r, f.stall):
+		return
+	case f.malformedAfter >= 0:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"` + j.id + `","object":`))
 		return
 	}
 	kids[0].recordChunk(len(ids))

@@ -139,9 +139,7 @@ func (s *Server) responseObject(rj *responsesJob, sq *seq, ids []int, reason, st
 	case len(rest) > 0:
 		text := ""
 		if c.tool != nil {
-			for i := range rest {
-				text += c.tool.argAt[i]
-			}
+			text = c.tool.cutText(len(rest))
 		} else {
 			text = s.vocab.text(rest)
 		}
@@ -211,15 +209,48 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, rj *resp
 	}
 	c := &rj.choices[0]
 	var all []int
-	held := 0
+	held, chunks := 0, 0 // chunks: engine outputs with tokens so far
 	for {
 		ids, finished, reason, ok := s.await(r, sq)
 		if !ok || reason == "abort" {
 			return
 		}
+		malformed := false
+		if len(ids) > 0 {
+			// The request's faults, after as many outputs as they say.
+			f := rj.fault
+			switch {
+			case chunks == f.errorAfter:
+				s.abortAll([]*seq{sq})
+				rs.emit("error", map[string]any{"code": "InternalServerError", "param": nil,
+					"message": "The simulated engine failed mid-generation (injected by the simulator)."})
+				if fl != nil {
+					fl.Flush()
+				}
+				return
+			case chunks == f.abortAfter:
+				s.abortAll([]*seq{sq})
+				panic(http.ErrAbortHandler)
+			case f.stall > 0 && chunks == f.stallAfter:
+				if !sleepCtx(r, f.stall) {
+					s.abortAll([]*seq{sq})
+					return
+				}
+				var more []int
+				more, finished, reason = sq.take()
+				ids = append(ids, more...)
+			}
+			malformed = chunks == f.malformedAfter
+			chunks++
+		}
 		d := s.richDelta(0, c, len(all), ids)
 		all = append(all, ids...)
-		if d != nil {
+		switch {
+		case malformed:
+			rs.w.Write([]byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\n\n"))
+			rs.seqNo++
+			rs.wrote = true
+		case d != nil:
 			rs.delta(c, d)
 		}
 		if finished {

@@ -3,9 +3,11 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,6 +161,77 @@ func TestResponsesNotStreamed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := post(context.Background(), url+"/v1/responses", c.body, nil)
 			assert.Equal(t, c.status, r.status, "%s", r.body)
+		})
+	}
+}
+
+// TestResponsesFaults: the faults a request draws (here by header) happen
+// on the Responses endpoint too, streamed or not, as its ground truth
+// says they did: an abort cuts the stream before response.completed, an
+// error ends it with an error event, a malformed event is not JSON, a
+// stall delays the output.
+func TestResponsesFaults(t *testing.T) {
+	p := testParams()
+	p.StepFixedMS = 5
+	s, base := start(t, Config{Params: &p})
+	body := func(stream bool) map[string]any {
+		return map[string]any{"input": "Hi there", "max_output_tokens": 8, "ignore_eos": true, "stream": stream}
+	}
+	completed := func(r streamResult) bool {
+		for _, e := range r.events {
+			if strings.Contains(e.data, `"type":"response.completed"`) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		fault  string
+		stream bool
+		check  func(t *testing.T, r streamResult)
+	}{
+		{"abort_after=2", true, func(t *testing.T, r streamResult) {
+			require.Error(t, r.err, "the connection is cut mid-stream")
+			assert.False(t, completed(r))
+		}},
+		{"error_after=2", true, func(t *testing.T, r streamResult) {
+			require.NoError(t, r.err)
+			assert.False(t, completed(r))
+			require.NotEmpty(t, r.events)
+			assert.Contains(t, r.events[len(r.events)-1].data, `"type":"error"`)
+		}},
+		{"malformed_after=1", true, func(t *testing.T, r streamResult) {
+			bad := 0
+			for _, e := range r.events {
+				if !json.Valid([]byte(e.data)) {
+					bad++
+				}
+			}
+			assert.Equal(t, 1, bad, "one event is not JSON")
+		}},
+		{"stall_ms=300,stall_after=1", true, func(t *testing.T, r streamResult) {
+			require.True(t, completed(r))
+			last := r.events[len(r.events)-1].at
+			assert.GreaterOrEqual(t, last, 300*time.Millisecond)
+		}},
+		{"abort_after=0", false, func(t *testing.T, r streamResult) {
+			require.Error(t, r.err)
+		}},
+		{"error_after=0", false, func(t *testing.T, r streamResult) {
+			assert.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
+		}},
+		{"malformed_after=0", false, func(t *testing.T, r streamResult) {
+			assert.Equal(t, http.StatusOK, r.status)
+			assert.False(t, json.Valid(r.body), "%s", r.body)
+		}},
+	} {
+		t.Run(fmt.Sprintf("%s stream=%v", c.fault, c.stream), func(t *testing.T) {
+			id := fmt.Sprintf("resp-fault-%s-%v", c.fault, c.stream)
+			r := post(context.Background(), base+"/v1/responses", body(c.stream), map[string]string{FaultHeader: c.fault, "X-Request-Id": id})
+			tr, ok := s.Truth(id)
+			require.True(t, ok)
+			require.NotEmpty(t, tr.Fault)
+			c.check(t, r)
 		})
 	}
 }

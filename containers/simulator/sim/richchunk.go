@@ -100,9 +100,7 @@ func (s *Server) chatMessageOf(c *choice, out []int) chatMessage {
 	}
 	var t string
 	if c.tool != nil {
-		for i := range rest {
-			t += c.tool.argAt[i]
-		}
+		t = c.tool.cutText(len(rest))
 	} else {
 		t = s.vocab.text(rest)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"unicode/utf8"
 )
 
 // toolSpec is what the simulator reads of one entry of a request's tools.
@@ -97,6 +98,20 @@ type toolPlan struct {
 	script []int  // the call's tokens
 	nameAt int    // index in script of the token that completes the name
 	argAt  []string
+	// textAt is, per token of script, the text of the call that token
+	// completes (its piece's text on the piece's last token): the text
+	// of a call cut short is that of its first tokens.
+	textAt []string
+}
+
+// cutText is the text of a call cut short after its first n tokens, as
+// far as its pieces are complete.
+func (p *toolPlan) cutText(n int) string {
+	t := ""
+	for _, s := range p.textAt[:min(n, len(p.textAt))] {
+		t += s
+	}
+	return t
 }
 
 // maxToolNameBytes bounds a tool name taken into a generated call.
@@ -124,10 +139,7 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 			}
 		}
 	}
-	name := spec.Function.Name
-	if len(name) > maxToolNameBytes {
-		name = name[:maxToolNameBytes]
-	}
+	name := cutUTF8(spec.Function.Name, maxToolNameBytes)
 	key := "input"
 	if props := spec.Function.Parameters.Properties; len(props) > 0 {
 		keys := make([]string, 0, len(props))
@@ -135,10 +147,7 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		key = keys[rng.IntN(len(keys))]
-		if len(key) > maxToolNameBytes {
-			key = key[:maxToolNameBytes]
-		}
+		key = cutUTF8(keys[rng.IntN(len(keys))], maxToolNameBytes)
 	}
 	head := `{"name": ` + string(marshal(name)) + `, "arguments":`
 	open := ` {` + string(marshal(key)) + `: "`
@@ -160,10 +169,27 @@ func (s *Server) drawTool(ts *toolSet, seed uint64, maxTokens int) *toolPlan {
 	p.script = append(p.script, tailIDs...)
 	p.argAt = append(p.argAt, make([]string, len(tailIDs))...)
 	p.argAt[len(p.argAt)-1] = `"}`
+	p.textAt = slices.Clone(p.argAt)
+	p.textAt[p.nameAt] = head
+	p.textAt[p.nameAt+len(openIDs)] = open
+	p.textAt[len(p.textAt)-1] = tail
 	for _, a := range p.argAt {
 		p.args += a
 	}
 	return p
+}
+
+// cutUTF8 returns s cut to at most n bytes on a character boundary: a
+// character cut in two would go out as U+FFFD, a name the client sends back
+// differently from the one the call was generated with.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // reasoningTokens is how many of an answer of n tokens are reasoning:

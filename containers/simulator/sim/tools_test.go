@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -362,4 +363,69 @@ func TestReasoningNotStreamed(t *testing.T) {
 	// vLLM 0.13's UsageInfo has no completion_tokens_details: reasoning
 	// tokens are not in chat usage.
 	assert.NotContains(t, resp.Usage, "completion_tokens_details")
+}
+
+// TestToolCallLongNamesRenderBack: a tool name or argument key longer
+// than the simulator takes is cut on a character boundary, so the call is
+// valid UTF-8 and its text (the tokens generated) is what the chat
+// template renders back when the client resends the call.
+func TestToolCallLongNamesRenderBack(t *testing.T) {
+	p := toolParams()
+	srv, _ := start(t, Config{Params: &p})
+	name := "a" + strings.Repeat("é", 200) // the 256th byte is inside an é
+	key := "b" + strings.Repeat("ü", 200)
+	raw, err := json.Marshal([]any{map[string]any{"type": "function", "function": map[string]any{"name": name,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{key: map[string]any{"type": "string"}}}}}})
+	require.NoError(t, err)
+	ts, err := parseToolChoice(raw, nil)
+	require.NoError(t, err)
+	call := srv.drawTool(ts, 1, 64)
+	require.NotNil(t, call)
+	assert.True(t, utf8.ValidString(call.name), "name %q", call.name)
+	assert.True(t, strings.HasPrefix(name, call.name))
+	var got string // the name as a client reads it and sends it back
+	require.NoError(t, json.Unmarshal(marshal(call.name), &got))
+	assert.Equal(t, call.name, got)
+	assert.True(t, json.Valid([]byte(call.args)), call.args)
+	var args map[string]string
+	require.NoError(t, json.Unmarshal([]byte(call.args), &args))
+	for k := range args {
+		assert.True(t, strings.HasPrefix(key, k), "key %q", k)
+	}
+	assert.Equal(t, callText(call.name, call.args), srv.tk.Decode(call.script, false),
+		"the generated call is the text the template renders for it")
+	assert.Equal(t, callText(call.name, call.args), call.cutText(len(call.script)), "a call's text, piece by piece")
+}
+
+// TestToolCallCutShortIsItsText: a tool call that max_tokens cuts short
+// is not parsed, so the answer is the text the model got to, as vLLM's
+// tool parsers return an unparsable call: the call's head (name and the
+// "arguments" key) included, not only the part of its arguments.
+func TestToolCallCutShortIsItsText(t *testing.T) {
+	p := toolParams()
+	_, url := start(t, Config{Params: &p})
+	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
+	body := chatReq([]any{user("weather?")}, map[string]any{"tools": weatherTools, "tool_choice": named, "stream": false, "max_tokens": 20})
+	delete(body, "stream_options")
+	r := post(context.Background(), url+"/v1/chat/completions", body, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content   *string       `json:"content"`
+				ToolCalls []toolCallOut `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &resp))
+	require.Equal(t, "length", resp.Choices[0].FinishReason)
+	require.Equal(t, 20, resp.Usage.CompletionTokens)
+	m := resp.Choices[0].Message
+	assert.Empty(t, m.ToolCalls)
+	require.NotNil(t, m.Content)
+	assert.True(t, strings.HasPrefix(*m.Content, `{"name": "get_weather", "arguments": {"city": "`), "content %q", *m.Content)
 }

@@ -1,0 +1,231 @@
+package gate
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// est builds pair estimates with one standard error.
+func est(se float64, ds ...float64) []PairEstimate {
+	out := make([]PairEstimate, len(ds))
+	for i, d := range ds {
+		out[i] = PairEstimate{D: d, SE: se, Requests: 200, Block: 15}
+	}
+	return out
+}
+
+func TestSequentialDecide(t *testing.T) {
+	s := DefaultSequential()
+	up5 := math.Log(1.05)
+	tests := []struct {
+		name   string
+		est    []PairEstimate
+		better int
+		want   Decision
+		why    string
+	}{
+		{"too few pairs", est(0.01, up5, up5), -1, Continue, "of at least 3"},
+		{"clear regression", est(0.01, 0.1, 0.1, 0.1), -1, Regression, "regression: +10.52%"},
+		{"clean", est(0.01, 0, 0.001, -0.001), -1, NoRegression, "no regression"},
+		{"improvement passes", est(0.01, -0.1, -0.1, -0.1), -1, NoRegression, "no regression"},
+		{"noisy continues", est(0.05, 0.02, 0.03, 0.02), -1, Continue, "in ("},
+		{"noisy at the cap is undecided", est(0.08, 0.02, 0.03, 0.02, 0.02, 0.03, 0.02, 0.02, 0.03), -1, Undecided, "an invalid run, not a pass"},
+		// goodput: higher is better, so a drop is the regression.
+		{"higher is better: a drop fails", est(0.01, -0.1, -0.1, -0.1), 1, Regression, "regression"},
+		{"higher is better: a rise passes", est(0.01, 0.1, 0.1, 0.1), 1, NoRegression, "against a -5.00% regression"},
+		// The spread between pairs guards what the bootstrap cannot see:
+		// tiny standard errors, but pairs that disagree.
+		{"spread between pairs keeps it open", est(0.001, 0.15, -0.1, 0.05), -1, Continue, "in ("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := s.Decide(tt.est, 0.05, tt.better)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, l.Decision, l.Why)
+			require.Contains(t, l.Why, tt.why)
+			require.Equal(t, len(tt.est), l.Pairs)
+		})
+	}
+}
+
+// TestSequentialStudentSpread: the same three pairs, whose spread is
+// their only evidence of noise, decide without StudentSpread and stay
+// open with it (the spread of 3 pairs counted at t with 2 df).
+func TestSequentialStudentSpread(t *testing.T) {
+	s := DefaultSequential()
+	pairs := est(0.001, 0.08, 0.10, 0.12)
+	l, err := s.Decide(pairs, 0.05, -1)
+	require.NoError(t, err)
+	require.Equal(t, Regression, l.Decision, l.Why)
+	s.StudentSpread = true
+	l, err = s.Decide(pairs, 0.05, -1)
+	require.NoError(t, err)
+	require.Equal(t, Continue, l.Decision, l.Why)
+}
+
+func TestSequentialDecideErrors(t *testing.T) {
+	s := DefaultSequential()
+	tests := []struct {
+		name   string
+		s      Sequential
+		est    []PairEstimate
+		tol    float64
+		better int
+		want   string
+	}{
+		{"no pairs", s, nil, 0.05, -1, "no pairs"},
+		{"absolute tolerance", s, est(0.01, 0, 0, 0), 0, -1, "needs a relative tolerance"},
+		{"no direction", s, est(0.01, 0, 0, 0), 0.05, 0, "no direction"},
+		{"past the cap", s, est(0.01, 0, 0, 0, 0, 0, 0, 0, 0, 0), 0.05, -1, "more than the cap"},
+		{"nan", s, est(0.01, 0, math.NaN(), 0), 0.05, -1, "pair 2"},
+		{"bad alpha", Sequential{Alpha: 0.6, Beta: 0.05, MinPairs: 1, MaxPairs: 2}, est(0.01, 0), 0.05, -1, "alpha"},
+		{"bad pairs", Sequential{Alpha: 0.01, Beta: 0.05, MinPairs: 3, MaxPairs: 2}, est(0.01, 0), 0.05, -1, "pairs 3..2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.s.Decide(tt.est, tt.tol, tt.better)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// TestCountedQuantile checks the bootstrap's O(n) quantile against the
+// sorted one on random multisets.
+func TestCountedQuantile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		n := 1 + rng.IntN(300)
+		sorted := make([]float64, n)
+		for i := range sorted {
+			sorted[i] = rng.ExpFloat64()
+		}
+		quantileOf(sorted, 0) // sorts
+		count := make([]int, n)
+		var drawn []float64
+		for range n {
+			r := rng.IntN(n)
+			count[r]++
+			drawn = append(drawn, sorted[r])
+		}
+		for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
+			want := quantileOf(append([]float64(nil), drawn...), q)
+			require.InDelta(t, want, countedQuantile(sorted, count, n, q), 1e-12, "n %d q %v", n, q)
+		}
+	}
+}
+
+func TestBootstrapPair(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m := lowNoise
+	pairs := m.run(rng, 0.10)
+	e, err := BootstrapPair(pairs, 0.99, 0, 0, rng)
+	require.NoError(t, err)
+	require.Equal(t, m.Requests, e.Requests)
+	require.GreaterOrEqual(t, e.Block, 15) // sqrt(200), rounded up
+	require.InDelta(t, math.Log(1.10), e.D, 0.1)
+	require.Greater(t, e.SE, 0.0)
+	require.Less(t, e.SE, 0.1)
+
+	// The order of the input does not matter: it is sorted by time.
+	rev := append([]RequestPair(nil), pairs...)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	e2, err := BootstrapPair(rev, 0.99, 0, 0, rand.New(rand.NewPCG(3, 4)))
+	require.NoError(t, err)
+	require.Equal(t, e.D, e2.D)
+	require.Equal(t, e.Block, e2.Block)
+
+	// A nil generator is a constantly seeded one: the same verdict twice.
+	a, err := BootstrapPair(pairs, 0.99, 50, 0, nil)
+	require.NoError(t, err)
+	b, err := BootstrapPair(pairs, 0.99, 50, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+
+	// Identical sides: no change and no noise.
+	same := make([]RequestPair, 100)
+	for i := range same {
+		same[i] = RequestPair{Start: float64(i), Base: float64(1 + i%7), Head: float64(1 + i%7)}
+	}
+	e, err = BootstrapPair(same, 0.99, 50, 0, rng)
+	require.NoError(t, err)
+	require.Equal(t, 0.0, e.D)
+	require.Equal(t, 0.0, e.SE)
+}
+
+func TestBootstrapPairBadInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	good := lowNoise.run(rng, 0)
+	tests := []struct {
+		name  string
+		pairs func() []RequestPair
+		q     float64
+		want  string
+	}{
+		{"too few", func() []RequestPair { return good[:49] }, 0.99, "49 request pairs, want at least 50"},
+		{"zero ttft", func() []RequestPair {
+			p := append([]RequestPair(nil), good...)
+			p[7].Head = 0
+			return p
+		}, 0.99, "request 7"},
+		{"nan start", func() []RequestPair {
+			p := append([]RequestPair(nil), good...)
+			p[3].Start = math.NaN()
+			return p
+		}, 0.99, "request 3"},
+		{"bad quantile", func() []RequestPair { return good }, 1.5, "quantile 1.5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := BootstrapPair(tt.pairs(), tt.q, 10, 0, rng)
+			require.Error(t, err)
+			require.True(t, strings.Contains(err.Error(), tt.want), err.Error())
+		})
+	}
+}
+
+// TestSequentialRun drives the design through Run: a clear regression
+// stops early, a source that fails is an error naming the pair, and
+// noise too high to decide ends undecided at the cap.
+func TestSequentialRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := DefaultSequential()
+	l, est, err := s.Run(func(int) ([]RequestPair, error) { return lowNoise.run(rng, 0.25), nil }, 0.99, 0.05, -1, 100, rng)
+	require.NoError(t, err)
+	require.Equal(t, Regression, l.Decision, l.Why)
+	require.Equal(t, s.MinPairs, len(est))
+
+	_, _, err = s.Run(func(k int) ([]RequestPair, error) {
+		if k == 2 {
+			return nil, errors.New("invalid run")
+		}
+		return lowNoise.run(rng, 0), nil
+	}, 0.99, 0.05, -1, 100, rng)
+	require.ErrorContains(t, err, "pair 2: invalid run")
+
+	noisy := highNoise
+	noisy.Jitter, noisy.Run = 0.3, 0.1
+	s.MaxPairs = 4
+	l, est, err = s.Run(func(int) ([]RequestPair, error) { return noisy.run(rng, 0.03), nil }, 0.99, 0.05, -1, 100, rng)
+	require.NoError(t, err)
+	require.Equal(t, Undecided, l.Decision, l.Why)
+	require.Len(t, est, 4)
+}
+
+// TestSmallSampleInflation checks the t quantiles against tables.
+func TestSmallSampleInflation(t *testing.T) {
+	for _, tt := range []struct {
+		df   int
+		p, t float64
+	}{{1, 0.99, 31.821}, {2, 0.99, 6.965}, {4, 0.99, 3.747}, {7, 0.99, 2.998}, {30, 0.975, 2.042}} {
+		require.InDelta(t, tt.t, studentQuantile(tt.p, tt.df), 2e-3, "df %d p %v", tt.df, tt.p)
+	}
+	require.InDelta(t, -2.326, normalQuantile(0.01), 1e-3)
+	require.InDelta(t, 8.96, smallSampleInflation(2, 0.01), 0.02)
+}
