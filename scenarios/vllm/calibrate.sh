@@ -5,21 +5,23 @@
 # spread of the metrics its SLOs bound, from the result JSON files.
 #
 # Needs the image `make vllm-image` builds. Results go to $OUT (default a
-# fresh temporary directory).
+# fresh temporary directory). $RUN picks scenarios by a go test -run
+# pattern under TestScenarios, such as 'vllm-multi-turn' (default all).
 set -euo pipefail
 n=${1:-20}
 cd "$(dirname "$0")/../.."
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 echo "calibrate: $n runs, results in $out"
-SERVEGATE_TARGET=vllm SERVEGATE_OUT=$out go test -count="$n" -v -timeout 3h -run '^TestScenarios$' ./scenarios/vllm/ > "$out/go-test.log" 2>&1 || true
+SERVEGATE_TARGET=vllm SERVEGATE_OUT=$out go test -count="$n" -v -timeout 3h -run "^TestScenarios\$/${RUN:+^scenario=$RUN}" ./scenarios/vllm/ > "$out/go-test.log" 2>&1 || true
 grep -E '^\s+--- (PASS|FAIL|SKIP): TestScenarios/' "$out/go-test.log" |
 	awk '{ split($3, a, "="); s[a[2]" "$2]++ } END { for (k in s) print k, s[k] }' | sort
 grep -E 'SLO violated' "$out/go-test.log" | sort | uniq -c | sort -rn | head -20 || true
 python3 - "$out" <<'PY'
 import glob, json, os, statistics, sys
 out = sys.argv[1]
-keys = ["completed", "failed", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "goodput_ratio", "mean_schedule_lag_ms", "request_throughput"]
+keys = ["completed", "failed", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "goodput_ratio", "mean_schedule_lag_ms", "request_throughput",
+        "sessions", "median_ttft_first_turn_ms", "median_ttft_later_turns_ms", "p99_ttft_later_turns_ms"]
 by = {}
 for f in glob.glob(os.path.join(out, "*.test.*.json")):
     name = os.path.basename(f).split(".test.")[0]

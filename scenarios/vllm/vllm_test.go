@@ -53,8 +53,9 @@ func BenchmarkScenarios(b *testing.B) {
 }
 
 // TestScenarioFiles checks the files without vLLM: every scenario loads,
-// runs on the vllm target with the tiny model, and the prefix-caching pair
-// differs in the caching flag only, with bounds on either side of a gap.
+// runs on the vllm target with the tiny model, and each prefix-caching pair
+// (single-shot and multi-turn) differs in the caching flag only, with
+// bounds on either side of a gap.
 func TestScenarioFiles(t *testing.T) {
 	scs, err := scenario.LoadDir(".")
 	require.NoError(t, err)
@@ -66,21 +67,30 @@ func TestScenarioFiles(t *testing.T) {
 		assert.NotEmpty(t, sc.SLO.Bounds, sc.Name)
 	}
 	assert.Contains(t, byName, "vllm-smoke", "the scenario CI runs")
-	on, off := byName["vllm-prefix-cached"], byName["vllm-prefix-uncached"]
-	require.NotNil(t, on)
-	require.NotNil(t, off)
-	assert.True(t, slices.Contains(on.Target.Args, "--enable-prefix-caching"))
-	assert.True(t, slices.Contains(off.Target.Args, "--no-enable-prefix-caching"))
-	assert.Equal(t, on.Dataset, off.Dataset)
-	assert.Equal(t, on.Load, off.Load)
-	bound := func(sc *scenario.Scenario) scenario.Bound {
+	bound := func(sc *scenario.Scenario, metric string) scenario.Bound {
 		for _, b := range sc.SLO.Bounds {
-			if b.Metric == "median_ttft_ms" {
+			if b.Metric == metric {
 				return b
 			}
 		}
-		t.Fatalf("%s has no median_ttft_ms bound", sc.Name)
+		t.Fatalf("%s has no %s bound", sc.Name, metric)
 		return scenario.Bound{}
 	}
-	assert.Less(t, bound(on).Value, bound(off).Value, "the cached bound lies below the uncached one")
+	// The caching pairs: single-shot prompts on shared prefixes, and
+	// multi-turn sessions whose later turns resend the history.
+	for _, pair := range []struct{ on, off, metric string }{
+		{"vllm-prefix-cached", "vllm-prefix-uncached", "median_ttft_ms"},
+		{"vllm-multi-turn-cached", "vllm-multi-turn-uncached", "median_ttft_later_turns_ms"},
+	} {
+		on, off := byName[pair.on], byName[pair.off]
+		require.NotNil(t, on, pair.on)
+		require.NotNil(t, off, pair.off)
+		assert.True(t, slices.Contains(on.Target.Args, "--enable-prefix-caching"), pair.on)
+		assert.True(t, slices.Contains(off.Target.Args, "--no-enable-prefix-caching"), pair.off)
+		assert.Equal(t, on.Dataset, off.Dataset, pair.on)
+		assert.Equal(t, on.Sessions, off.Sessions, pair.on)
+		assert.Equal(t, on.Load, off.Load, pair.on)
+		assert.Less(t, bound(on, pair.metric).Value, bound(off, pair.metric).Value, "%s: the cached bound lies below the uncached one", pair.on)
+	}
+	assert.NotNil(t, byName["vllm-multi-turn-cached"].Sessions, "a session scenario")
 }
