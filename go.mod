@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/containerd/errdefs v1.0.0
-	github.com/daulet/tokenizers v1.22.1
+	github.com/daulet/tokenizers v1.24.0
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/prometheus/client_model v0.6.3

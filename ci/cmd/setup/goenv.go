@@ -43,20 +43,35 @@ func goEnvFileValue(ctx context.Context, key string) (string, error) {
 func linkFlag(dir string) string { return "-L" + dir }
 
 // addLinkFlags adds -L<directory of lib> to CGO_LDFLAGS in the go env file
-// and prints the change. It fails when the process environment sets a
-// CGO_LDFLAGS without that directory: the environment wins over the file, so
-// go test would still not link.
+// and prints the change. It removes any -L into another version's cache
+// directory: the linker takes the first libtokenizers.a on its path, so an
+// older one left in front would fail every link (the binding's version
+// check) or, for a release that kept its version symbol, link the wrong
+// code. It fails when the process environment sets a CGO_LDFLAGS without
+// that directory: the environment wins over the file, so go test would
+// still not link.
 func addLinkFlags(ctx context.Context, lib string, w io.Writer) error {
-	flag := linkFlag(filepath.Dir(lib))
+	dir := filepath.Dir(lib)
+	flag := linkFlag(dir)
 	old, err := goEnvFileValue(ctx, "CGO_LDFLAGS")
 	if err != nil {
 		return err
 	}
 	fields := splitFlags(old)
-	if slices.Contains(fields, flag) {
+	others := linkPrefix(filepath.Dir(dir))
+	kept := slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f != flag && strings.HasPrefix(f, others) })
+	for _, f := range fields {
+		if !slices.Contains(kept, f) {
+			fmt.Fprintf(w, "setup: dropping %s from CGO_LDFLAGS: another libtokenizers version; one go env links one version\n", f)
+		}
+	}
+	if len(kept) == len(fields) && slices.Contains(fields, flag) {
 		fmt.Fprintf(w, "setup: go env CGO_LDFLAGS already has %s; nothing changed\n", flag)
 	} else {
-		value := joinFlags(append(fields, flag))
+		if !slices.Contains(kept, flag) {
+			kept = append(kept, flag)
+		}
+		value := joinFlags(kept)
 		if _, err := goCmd(ctx, nil, "env", "-w", "CGO_LDFLAGS="+value); err != nil {
 			return fmt.Errorf("%w\nset it in your shell instead: export CGO_LDFLAGS=%q", err, value)
 		}
@@ -70,6 +85,9 @@ func addLinkFlags(ctx context.Context, lib string, w io.Writer) error {
 	return nil
 }
 
+// linkPrefix is the start of every -L flag into a directory under root.
+func linkPrefix(root string) string { return linkFlag(root) + string(filepath.Separator) }
+
 // undoLinkFlags removes from CGO_LDFLAGS in the go env file every -L into
 // the libtokenizers cache, and unsets the variable when only the default
 // is left.
@@ -78,7 +96,7 @@ func undoLinkFlags(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prefix := linkFlag(filepath.Join(root, "libtokenizers")) + string(filepath.Separator)
+	prefix := linkPrefix(filepath.Join(root, "libtokenizers"))
 	old, err := goEnvFileValue(ctx, "CGO_LDFLAGS")
 	if err != nil {
 		return err
