@@ -1,9 +1,9 @@
 # servegate: see README.md.
 .PHONY: setup test scenarios benchstat-check build vllm-image e2e-vllm vet fmt
 
-setup: ## once per machine: libtokenizers.a built or taken from LIBTOKENIZERS, cached by version, its directory added to go env CGO_LDFLAGS
+setup: ## once per machine: libtokenizers.a built or taken from LIBTOKENIZERS, cached by version, its directory added to go env CGO_LDFLAGS; every module the tests need downloaded
 	go run ./ci/cmd/setup
-	go mod download
+	ci/modules.sh
 
 test: setup ## the tests, set-up included (what CI runs)
 	go test ./...

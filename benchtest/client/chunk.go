@@ -16,13 +16,20 @@ type chunk struct {
 	// textLen is the number of text bytes choices[0] added (completions
 	// text or chat delta content).
 	textLen int
-	// reasoning is true when the chat delta carries non-empty reasoning
-	// ("reasoning_content" or "reasoning"), output that vLLM times but
-	// does not add to the generated text.
-	reasoning bool
+	// thinks is true when the chat delta carries non-empty reasoning
+	// ("reasoning_content" or "reasoning"; a delta with both is one
+	// reasoning chunk), output that vLLM times but does not add to the
+	// generated text.
+	thinks bool
+	// tools is true when choices[0].delta carries tool_calls deltas
+	// (applied to the stream's toolCalls as they are parsed).
+	tools bool
+	// finish is choices[0].finish_reason, "" when null or absent.
+	finish string
 	// completion and prompt are the "usage" object's token counts (-1
-	// when the event has no usage or the count is absent).
-	completion, prompt int
+	// when the event has no usage or the count is absent); reasoning is
+	// usage.completion_tokens_details.reasoning_tokens (-1 when absent).
+	completion, prompt, reasoning int
 	// isError is true for an error event ({"error": ...} or
 	// {"object": "error", ...}); errMsg is its message.
 	isError bool
@@ -30,11 +37,11 @@ type chunk struct {
 }
 
 // parseChunk parses an OpenAI streaming event, appending choices[0]'s text
-// to text.
+// to text and its tool_calls deltas to tools (when not nil).
 // scratch, when not nil, is reused for escaped keys and short values
 // across calls, so that steady-state parsing allocates nothing.
-func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error) {
-	c := chunk{completion: -1, prompt: -1}
+func parseChunk(data []byte, text []byte, scratch *[]byte, tools *toolCalls) (chunk, []byte, error) {
+	c := chunk{completion: -1, prompt: -1, reasoning: -1}
 	var buf []byte
 	if scratch != nil {
 		buf = *scratch
@@ -49,7 +56,7 @@ func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error
 		switch string(key) {
 		case "choices":
 			var err error
-			text, err = choices(&s, &c, text)
+			text, err = choices(&s, &c, text, tools)
 			return err
 		case "usage":
 			return usage(&s, &c)
@@ -107,8 +114,9 @@ func parseChunk(data []byte, text []byte, scratch *[]byte) (chunk, []byte, error
 	return c, text, nil
 }
 
-// choices reads the choices array, taking only the first choice's text.
-func choices(s *jsonscan.Scanner, c *chunk, text []byte) ([]byte, error) {
+// choices reads the choices array, taking only the first choice's text,
+// reasoning, tool calls and finish reason.
+func choices(s *jsonscan.Scanner, c *chunk, text []byte, tools *toolCalls) ([]byte, error) {
 	if s.Peek() != '[' {
 		return text, s.Skip() // null, or not the array it should be
 	}
@@ -123,6 +131,8 @@ func choices(s *jsonscan.Scanner, c *chunk, text []byte) ([]byte, error) {
 			switch string(key) {
 			case "text":
 				return appendText(s, c, &text)
+			case "finish_reason":
+				return finishReason(s, c)
 			case "delta":
 				if s.Peek() != '{' {
 					return s.Skip()
@@ -137,10 +147,16 @@ func choices(s *jsonscan.Scanner, c *chunk, text []byte) ([]byte, error) {
 							if err := s.SkipString(); err != nil {
 								return err
 							}
-							c.reasoning = c.reasoning || s.Pos()-st > 2
+							c.thinks = c.thinks || s.Pos()-st > 2
 							return nil
 						}
 						return s.Skip()
+					case "tool_calls":
+						if s.Peek() != '[' || tools == nil {
+							return s.Skip()
+						}
+						c.tools = true
+						return tools.parseDeltas(s)
 					case "role":
 						c.role = true
 					}
@@ -180,7 +196,62 @@ func usage(s *jsonscan.Scanner, c *chunk) error {
 			v, err := s.Int()
 			c.prompt = v
 			return err
+		case "completion_tokens_details":
+			return reasoningDetails(s, &c.reasoning)
 		}
 		return s.Skip()
 	})
+}
+
+// reasoningDetails reads reasoning_tokens from a usage details object
+// (completion_tokens_details, output_tokens_details) into n.
+func reasoningDetails(s *jsonscan.Scanner, n *int) error {
+	if s.Peek() != '{' {
+		return s.Skip()
+	}
+	return s.Object(func(key []byte) error {
+		if string(key) == "reasoning_tokens" {
+			v, err := s.Int()
+			*n = v
+			return err
+		}
+		return s.Skip()
+	})
+}
+
+// finishReason reads a finish_reason (null reads as none). The common
+// reasons are returned as constants, so that reading them allocates
+// nothing.
+func finishReason(s *jsonscan.Scanner, c *chunk) error {
+	if s.Peek() != '"' {
+		return s.Skip()
+	}
+	v, err := s.Key()
+	if err != nil {
+		return err
+	}
+	c.finish = internReason(v)
+	return nil
+}
+
+// internReason returns a finish reason or status as a string, without
+// allocating for the usual ones.
+func internReason(v []byte) string {
+	switch string(v) {
+	case "":
+		return ""
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "abort":
+		return "abort"
+	case "completed":
+		return "completed"
+	case "incomplete":
+		return "incomplete"
+	}
+	return string(v)
 }

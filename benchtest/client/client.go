@@ -39,17 +39,20 @@ const (
 	BackendOpenAIChat       = "openai-chat"
 	BackendOpenAIEmbeddings = "openai-embeddings"
 	BackendVLLMRerank       = "vllm-rerank"
+	// BackendOpenAIResponses streams OpenAI's Responses API
+	// (/v1/responses); servegate's own, not one of vllm bench serve's.
+	BackendOpenAIResponses = "openai-responses"
 )
 
 // Backends lists the backends the client implements: the one list that
 // scenario validation, `servegate bench --backend` and the docs read.
-var Backends = []string{BackendOpenAI, BackendVLLM, BackendOpenAIChat, BackendOpenAIEmbeddings, BackendVLLMRerank}
+var Backends = []string{BackendOpenAI, BackendVLLM, BackendOpenAIChat, BackendOpenAIEmbeddings, BackendVLLMRerank, BackendOpenAIResponses}
 
-// SendsSampling reports whether backend is one of vLLM's OpenAI-compatible
-// generation backends, which send sampling parameters (and for which the
-// random datasets force ignore_eos).
+// SendsSampling reports whether backend is a generation backend (vLLM's
+// OpenAI-compatible ones, and openai-responses), which sends sampling
+// parameters (and for which the random datasets force ignore_eos).
 func SendsSampling(backend string) bool {
-	return backend == BackendOpenAI || backend == BackendVLLM || backend == BackendOpenAIChat
+	return backend == BackendOpenAI || backend == BackendVLLM || backend == BackendOpenAIChat || backend == BackendOpenAIResponses
 }
 
 // endpointSuffixes are the URL endings each backend accepts, as vLLM
@@ -60,6 +63,7 @@ var endpointSuffixes = map[string][]string{
 	BackendOpenAIChat:       {"chat/completions"},
 	BackendOpenAIEmbeddings: {"embeddings"},
 	BackendVLLMRerank:       {"rerank"},
+	BackendOpenAIResponses:  {"responses"},
 }
 
 // defaultEndpoints are the request paths of the backends' APIs.
@@ -69,6 +73,7 @@ var defaultEndpoints = map[string]string{
 	BackendOpenAIChat:       "/v1/chat/completions",
 	BackendOpenAIEmbeddings: "/v1/embeddings",
 	BackendVLLMRerank:       "/v1/rerank",
+	BackendOpenAIResponses:  "/v1/responses",
 }
 
 // DefaultEndpoint is the request path of backend's API, "" for an
@@ -275,6 +280,8 @@ type streamBufs struct {
 	// rather than in readStream's frame (see DoPrepared).
 	sse    sseReader
 	stream streamState
+	// tools assembles a stream's tool calls.
+	tools toolCalls
 }
 
 // maxPooledBytes is the largest buffer a finished stream hands back to
@@ -380,7 +387,7 @@ func (c *Client) init() {
 		}
 		c.bufPool.New = func() any { return new(streamBufs) }
 		h := http.Header{}
-		c.setHeaders(h, "")
+		c.setHeaders(h, "", "")
 		secret := map[string]string{}
 		for k := range h {
 			secret[k] = h.Get(k)
@@ -415,7 +422,7 @@ func (c *Client) Prepare(req Request) Prepared {
 	c.init()
 	p := Prepared{req: req, header: make(http.Header, 4), outCap: c.outputCap(req)}
 	p.body, p.err = c.payload(req)
-	c.setHeaders(p.header, req.RequestID)
+	c.setHeaders(p.header, req.RequestID, req.SessionID)
 	if c.h1 != nil && p.err == nil {
 		p.wire, p.err = requestHead(c.url, p.header, p.body)
 		p.close = closesConnection(p.header)
@@ -577,9 +584,10 @@ func (c *Client) readWhole(ctx, rctx context.Context, a *answer, rec *metrics.Re
 	c.readPooling(ctx, rctx, a.reader(), rec, now)
 }
 
-// setHeaders sets content type, authorization, extra headers and the
-// request id, in vLLM's order of precedence.
-func (c *Client) setHeaders(h http.Header, id string) {
+// setHeaders sets content type, authorization, extra headers, the
+// session id (in SessionHeader) and the request id, in vLLM's order of
+// precedence: a request's own ids override the client's extra headers.
+func (c *Client) setHeaders(h http.Header, id, session string) {
 	h.Set("Content-Type", "application/json")
 	key := c.APIKey
 	if key == "" {
@@ -591,77 +599,18 @@ func (c *Client) setHeaders(h http.Header, id string) {
 	for k, v := range c.Headers {
 		h.Set(k, v)
 	}
+	if session != "" {
+		h.Set(c.sessionHeader(), session)
+	}
 	if id != "" {
 		h.Set("x-request-id", id)
 	}
 }
 
-// payload builds the JSON body of req as vLLM's request functions do.
-func (c *Client) payload(req Request) ([]byte, error) {
-	model := req.Model
-	if model == "" {
-		model = c.ModelName
+// sessionHeader is the header that carries a request's session id.
+func (c *Client) sessionHeader() string {
+	if c.SessionHeader == "" {
+		return DefaultSessionHeader
 	}
-	if model == "" {
-		model = c.Model
-	}
-	p := map[string]any{"model": model}
-	generation := true
-	switch c.Backend {
-	case BackendOpenAI, BackendVLLM:
-		p["prompt"] = req.Prompt
-		p["repetition_penalty"] = 1.0
-		p["max_tokens"] = req.OutputLen
-		if c.Logprobs != nil {
-			p["logprobs"] = *c.Logprobs
-		} else {
-			p["logprobs"] = nil
-		}
-		p["stream"] = true
-		p["stream_options"] = map[string]any{"include_usage": true}
-	case BackendOpenAIChat:
-		p["messages"] = []any{map[string]any{
-			"role":    "user",
-			"content": []any{map[string]any{"type": "text", "text": req.Prompt}},
-		}}
-		p["max_completion_tokens"] = req.OutputLen
-		p["stream"] = true
-		p["stream_options"] = map[string]any{"include_usage": true}
-	case BackendOpenAIEmbeddings:
-		if len(req.Inputs) > 0 {
-			p["input"] = req.Inputs
-		} else {
-			p["input"] = req.Prompt
-		}
-		p["truncate_prompt_tokens"] = -1
-		generation = false
-	case BackendVLLMRerank:
-		p["query"] = req.Prompt
-		docs := req.Documents
-		if docs == nil {
-			docs = []string{}
-		}
-		p["documents"] = docs
-		p["truncate_prompt_tokens"] = -1
-		// vLLM's rerank request sends neither ignore_eos nor extra_body.
-		return json.Marshal(p)
-	default:
-		return nil, fmt.Errorf("build payload: unknown backend %q", c.Backend)
-	}
-	if c.IgnoreEOS {
-		p["ignore_eos"] = true
-	}
-	if generation {
-		for k, v := range c.Sampling.params() {
-			p[k] = v
-		}
-	}
-	for k, v := range c.ExtraBody {
-		p[k] = v
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("build payload: %w", err)
-	}
-	return b, nil
+	return c.SessionHeader
 }

@@ -68,7 +68,7 @@ func FuzzParseChunk(f *testing.F) {
 	f.Add([]byte(`{"choices": [ ] , "usage" : null }`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var scratch []byte
-		c, text, err := parseChunk(data, nil, &scratch)
+		c, text, err := parseChunk(data, nil, &scratch, &toolCalls{})
 		var v map[string]any
 		if !json.Valid(data) || json.Unmarshal(data, &v) != nil || v == nil {
 			return // invalid JSON or not an object: the scanner may reject it

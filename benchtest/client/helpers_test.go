@@ -96,6 +96,8 @@ func newClient(backend, base string) *Client {
 		path = "/v1/embeddings"
 	case BackendVLLMRerank:
 		path = "/v1/rerank"
+	case BackendOpenAIResponses:
+		path = "/v1/responses"
 	}
 	return &Client{Backend: backend, URL: base + path, Model: "meta-llama/Llama-3.2-1B-Instruct"}
 }

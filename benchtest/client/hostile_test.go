@@ -19,13 +19,19 @@ import (
 var hostileRequest = client.Request{Prompt: "Hello", PromptLen: 2, OutputLen: hostile.MaxTokens}
 
 // TestHostileServers drives the real client over loopback HTTP against
-// every hostile server and checks the record it expects.
+// every hostile server, with the case's backend, and checks the record it
+// expects: each bad stream is a counted failure of its kind, never a
+// crash or a pass.
 func TestHostileServers(t *testing.T) {
 	for _, hc := range hostile.Cases() {
 		t.Run(hc.Name, func(t *testing.T) {
 			t.Parallel()
 			base := hc.Start(t)
-			c := &client.Client{Backend: client.BackendOpenAI, URL: base + "/v1/completions", Model: "m", Timeout: time.Minute}
+			backend := hc.Backend
+			if backend == "" {
+				backend = client.BackendOpenAI
+			}
+			c := &client.Client{Backend: backend, URL: base + client.DefaultEndpoint(backend), Model: "m", Timeout: time.Minute}
 			rec := c.Do(context.Background(), hostileRequest)
 			checkWant(t, rec, hc.Want)
 		})

@@ -49,7 +49,7 @@ func (c *Client) readStream(ctx, rctx context.Context, a *answer, bufs *streamBu
 		return
 	}
 	st := &bufs.stream
-	st.start(bufs, outCap, max(limit, min(outCap*MaxTokenBytes, MaxTextBytes)), c.Backend == BackendOpenAIChat)
+	st.start(bufs, outCap, max(limit, min(outCap*MaxTokenBytes, MaxTextBytes)), c.Backend)
 	// The loop keeps this frame small: the read (sse.next) and the
 	// event's parse (st.take) are siblings under it, not nested.
 	for {
@@ -77,9 +77,11 @@ func (c *Client) endStream(rec *metrics.Record, contentType string, bufs *stream
 	if st.outputs > 0 {
 		rec.Latency = st.last - rec.Start
 	}
+	rec.FinishReason = st.finish
 	if rec.Failure == metrics.FailureNone {
 		c.finishStream(rec, contentType, st)
 	}
+	bufs.tools.reset()
 	*st = streamState{}
 }
 
@@ -100,33 +102,58 @@ type streamState struct {
 	text, scratch   []byte
 	outCap, textCap int
 	chat            bool
-	last            time.Duration
-	outputs         int
-	usageOut        int
-	cumulative      int
-	perChunk        bool
-	chunkToks       []int
+	// responses is true for a Responses API stream (responses.go);
+	// completed is set by its terminal event.
+	responses, completed bool
+	last                 time.Duration
+	outputs              int
+	usageOut             int
+	cumulative           int
+	perChunk             bool
+	chunkToks            []int
+	// tools assembles the streamed tool calls.
+	tools *toolCalls
+	// tokenChunks counts the output chunks that carried something: text,
+	// reasoning or a tool call delta (the usage check's floor).
+	tokenChunks int
+	// reasoningChunks counts the chunks that carried reasoning, and
+	// reasoningToks their tokens by per-chunk usage.
+	reasoningChunks, reasoningToks int
+	// usageReasoning is usage's reasoning_tokens, -1 when not reported.
+	usageReasoning int
+	// answered is set by the first content delta with text other than
+	// white space: reasoning after it fails the stream.
+	answered bool
+	// finish is the last finish_reason (or Responses status).
+	finish string
 }
 
 // start readies st for a stream. (Not inlined: the new value would take
 // room in readStream's frame.)
 //
 //go:noinline
-func (st *streamState) start(bufs *streamBufs, outCap, textCap int, chat bool) {
+func (st *streamState) start(bufs *streamBufs, outCap, textCap int, backend string) {
+	bufs.tools.reset()
 	*st = streamState{
-		text:     bufs.text[:0],
-		scratch:  bufs.scratch,
-		outCap:   outCap,
-		textCap:  textCap,
-		chat:     chat,
-		usageOut: -1,
-		perChunk: true,
+		text:           bufs.text[:0],
+		scratch:        bufs.scratch,
+		outCap:         outCap,
+		textCap:        textCap,
+		chat:           backend == BackendOpenAIChat,
+		responses:      backend == BackendOpenAIResponses,
+		usageOut:       -1,
+		usageReasoning: -1,
+		perChunk:       true,
+		tools:          &bufs.tools,
 	}
 }
 
 // take applies one event to the stream and rec; it reports whether the
 // stream ends here (a failure recorded in rec).
 func (st *streamState) take(ev *sseEvent, rec *metrics.Record) bool {
+	if st.responses {
+		return st.takeResponse(ev, rec)
+	}
 	if len(ev.Type) > 0 && string(ev.Type) != "message" {
 		if string(ev.Type) == "error" {
 			failStream(rec, "stream error event: ", ev.Data)
@@ -139,7 +166,7 @@ func (st *streamState) take(ev *sseEvent, rec *metrics.Record) bool {
 		return false
 	}
 	n := len(st.text)
-	ch, t, err := parseChunk(data, st.text, &st.scratch)
+	ch, t, err := parseChunk(data, st.text, &st.scratch, st.tools)
 	st.text = t
 	if err != nil {
 		st.text = st.text[:n]
@@ -154,35 +181,79 @@ func (st *streamState) take(ev *sseEvent, rec *metrics.Record) bool {
 	if ch.completion >= 0 {
 		st.usageOut = ch.completion
 	}
+	if ch.reasoning >= 0 {
+		st.usageReasoning = ch.reasoning
+	}
 	if ch.prompt > 0 {
 		rec.ServerPromptTokens = ch.prompt
 	}
-	if !ch.choices || (st.chat && ch.role && ch.textLen == 0 && !ch.reasoning) {
+	if ch.finish != "" {
+		st.finish = ch.finish
+	}
+	if !ch.choices || (st.chat && ch.role && ch.textLen == 0 && !ch.thinks && !ch.tools) {
 		if ch.completion >= 0 {
 			st.cumulative = ch.completion
 		}
 		return false
 	}
-	st.outputs++
-	if st.outputs > st.outCap || len(st.text) > st.textCap {
-		st.outputs--
-		st.text = st.text[:n]
-		excessOutput(rec, st.outCap, st.textCap)
+	if !st.output(ev.At, rec, n, ch.textLen > 0, ch.thinks, ch.tools) {
 		return true
 	}
-	if st.outputs == 1 {
-		rec.TTFT = ev.At - rec.Start
-	} else {
-		rec.ITL = append(rec.ITL, ev.At-st.last)
-	}
-	st.last = ev.At
 	if ch.completion >= 0 {
-		st.chunkToks = append(st.chunkToks, ch.completion-st.cumulative)
+		k := ch.completion - st.cumulative
+		st.chunkToks = append(st.chunkToks, k)
 		st.cumulative = ch.completion
+		if ch.thinks {
+			st.reasoningToks += k
+		}
 	} else {
 		st.perChunk = false
 	}
 	return false
+}
+
+// output counts an output chunk that arrived at at, whose text is
+// st.text[n:], and times it; it reports false when the stream ends here
+// (too much output, or reasoning after the answer began).
+func (st *streamState) output(at time.Duration, rec *metrics.Record, n int, content, thinks, tools bool) bool {
+	st.outputs++
+	if st.outputs > st.outCap || len(st.text) > st.textCap || st.tools.bytes > st.textCap || st.tools.tooMany {
+		st.outputs--
+		st.text = st.text[:n]
+		excessOutput(rec, st.outCap, st.textCap)
+		return false
+	}
+	if thinks && st.answered {
+		st.outputs--
+		st.text = st.text[:n]
+		rec.Failure = metrics.FailureReasoningAfterContent
+		rec.Error = fmt.Sprintf("stream: reasoning delta after the answer began (output chunk %d); a reasoning parser let the two interleave", st.outputs+1)
+		return false
+	}
+	if st.outputs == 1 {
+		rec.TTFT = at - rec.Start
+	} else {
+		rec.ITL = append(rec.ITL, at-st.last)
+	}
+	st.last = at
+	if content {
+		if rec.FirstContent == 0 {
+			rec.FirstContent = at - rec.Start
+		}
+		if !st.answered && len(bytes.TrimSpace(st.text[n:])) > 0 {
+			st.answered = true
+		}
+	}
+	if thinks {
+		st.reasoningChunks++
+		if rec.FirstReasoning == 0 {
+			rec.FirstReasoning = at - rec.Start
+		}
+	}
+	if content || thinks || tools {
+		st.tokenChunks++
+	}
+	return true
 }
 
 // The helpers below keep what runs once a stream out of readStream's
@@ -223,7 +294,10 @@ func validText(text []byte) string {
 	return strings.ToValidUTF8(string(text), "\uFFFD")
 }
 
-// finishStream judges a stream that ended without failing.
+// finishStream judges a stream that ended without failing: it needs an
+// output chunk (and, for the Responses API, its terminal event), usage
+// within the output cap and agreeing with the chunks (see
+// metrics.FailureUsageMismatch), and tool calls that parse.
 func (c *Client) finishStream(rec *metrics.Record, contentType string, st *streamState) {
 	outputs, usageOut, outCap := st.outputs, st.usageOut, st.outCap
 	if outputs == 0 {
@@ -234,9 +308,24 @@ func (c *Client) finishStream(rec *metrics.Record, contentType string, st *strea
 		}
 		return
 	}
+	if st.responses && !st.completed {
+		rec.Failure = metrics.FailureMissingCompleted
+		rec.Error = fmt.Sprintf("responses stream ended after %d output events without response.completed (no usage)", outputs)
+		return
+	}
 	if usageOut > outCap {
 		rec.Failure = metrics.FailureExcessOutput
 		rec.Error = fmt.Sprintf("server reported %d completion tokens, more than max_tokens allows (%d)", usageOut, outCap)
+		return
+	}
+	calls, err := st.tools.records()
+	rec.ToolCalls = calls
+	if err != nil {
+		rec.Failure, rec.Error = metrics.FailureBrokenToolCall, err.Error()
+		return
+	}
+	if msg := usageMismatch(st); msg != "" {
+		rec.Failure, rec.Error = metrics.FailureUsageMismatch, msg
 		return
 	}
 	rec.Success = true
@@ -249,6 +338,40 @@ func (c *Client) finishStream(rec *metrics.Record, contentType string, st *strea
 	case c.Tokenizer != nil:
 		rec.OutputTokens = c.Tokenizer.Count(rec.GeneratedText)
 	}
+	switch {
+	case st.usageReasoning > 0:
+		rec.ReasoningTokens = st.usageReasoning
+	case st.perChunk && len(st.chunkToks) > 0:
+		rec.ReasoningTokens = st.reasoningToks
+	default:
+		rec.ReasoningTokens = st.reasoningChunks
+	}
+	rec.ContentTokens = rec.OutputTokens
+	if usageOut > 0 {
+		rec.ContentTokens = max(usageOut-rec.ReasoningTokens, 0)
+	}
+}
+
+// usageMismatch says how the stream's usage contradicts its chunks, ""
+// when it does not (or sent none). Every chunk that carried output holds
+// at least one token, so usage may count more tokens than chunks
+// (speculative decoding, a parser that held tokens back) but never
+// fewer; a server that reports reasoning tokens (more than 0: vLLM may
+// report 0 or nothing) reports at least one a reasoning chunk, and no
+// more than all its completion tokens.
+func usageMismatch(st *streamState) string {
+	if st.usageOut >= 0 && st.usageOut < st.tokenChunks {
+		return fmt.Sprintf("usage reports %d completion tokens but the stream carried %d output chunks", st.usageOut, st.tokenChunks)
+	}
+	if st.usageReasoning > 0 {
+		if st.usageOut >= 0 && st.usageReasoning > st.usageOut {
+			return fmt.Sprintf("usage reports %d reasoning tokens, more than its %d completion tokens", st.usageReasoning, st.usageOut)
+		}
+		if st.usageReasoning < st.reasoningChunks {
+			return fmt.Sprintf("usage reports %d reasoning tokens but the stream carried %d reasoning chunks", st.usageReasoning, st.reasoningChunks)
+		}
+	}
+	return ""
 }
 
 // isJSON reports whether a Content-Type is JSON's.

@@ -1,12 +1,3 @@
-// Package conversation produces the scripts of multi-turn sessions: the
-// user turns of each conversation, from a synthetic generator (the knobs
-// of vLLM's benchmarks/multi_turn generator), a conversations file in
-// vLLM's multi-turn input format (ShareGPT converted as vLLM's
-// convert_sharegpt_to_openai.py does), or a Mooncake-style trace.
-//
-// A Conversation holds only what the client sends of its own; the
-// assistant's answers come from the server at run time (the session
-// driver appends them to the history).
 package conversation
 
 import "time"
@@ -32,22 +23,27 @@ type Turn struct {
 	User string
 	// UserTokens is its length in tokens, as the tokenizer counts it.
 	UserTokens int
-	// MaxTokens is the number of output tokens asked for the reply.
+	// MaxTokens is the number of output tokens asked for the reply: the
+	// drawn output length (synthetic), the token count of the file's next
+	// assistant message, at least 1 (file, sharegpt; vLLM's client sends it
+	// as both min_tokens and max_tokens by default), or the trace's
+	// output_length (mooncake). 0 means no limit: a file's last user
+	// message with no answer after it, for which vLLM sends neither.
 	MaxTokens int
 }
 
 // A Distribution draws numbers: "constant" (Value), "uniform" (Min, Max),
 // "zipf" (Alpha, Max), "poisson" (Alpha, Max) or "lognormal" (Mean,
-// Sigma, Max, or Average with Median), as vLLM's multi-turn generator
-// names them in generate_multi_turn.json.
+// Sigma, Max), as vLLM's multi-turn generator names them in
+// generate_multi_turn.json. Max caps zipf, poisson and lognormal draws
+// (0: no cap), as vLLM does. Draws are deterministic for a seed but are
+// not numpy's numbers (see Float and Int).
 type Distribution struct {
 	Distribution string  `json:"distribution" yaml:"distribution"`
-	Value        float64 `json:"value,omitempty" yaml:"value,omitempty"`
-	Min          float64 `json:"min,omitempty" yaml:"min,omitempty"`
-	Max          float64 `json:"max,omitempty" yaml:"max,omitempty"`
-	Alpha        float64 `json:"alpha,omitempty" yaml:"alpha,omitempty"`
-	Mean         float64 `json:"mean,omitempty" yaml:"mean,omitempty"`
-	Sigma        float64 `json:"sigma,omitempty" yaml:"sigma,omitempty"`
-	Average      float64 `json:"average,omitempty" yaml:"average,omitempty"`
-	Median       float64 `json:"median,omitempty" yaml:"median,omitempty"`
+	Value        float64 `json:"value,omitempty" yaml:"value"`
+	Min          float64 `json:"min,omitempty" yaml:"min"`
+	Max          float64 `json:"max,omitempty" yaml:"max"`
+	Alpha        float64 `json:"alpha,omitempty" yaml:"alpha"`
+	Mean         float64 `json:"mean,omitempty" yaml:"mean"`
+	Sigma        float64 `json:"sigma,omitempty" yaml:"sigma"`
 }

@@ -11,8 +11,11 @@ import (
 // (the percentile formatted as vLLM formats it: "p99", "p99.9", "p50") and
 // metric is one of vLLM's ttft, tpot, itl, e2el or servegate's extras queue
 // (client queue time), schedule_lag, e2el_with_queue and lateness (the
-// load generator's own delay). servegate also knows failed_<kind> for each
-// FailureKind, failure_ratio, and the harness health names of Health.
+// load generator's own delay), and ttfc (time to first content token, a
+// reasoning model's first word of answer). servegate also knows
+// failed_<kind> for each FailureKind, failure_ratio, the harness health
+// names of Health, and the names of what today's models stream
+// (streamNames).
 
 // vllmMetrics are vLLM's latency metrics in the order its result JSON
 // lists them.
@@ -20,6 +23,17 @@ var vllmMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 
 // extraMetrics are servegate's latency metrics beside vLLM's.
 var extraMetrics = []string{"queue", "schedule_lag", "e2el_with_queue", "lateness"}
+
+// streamMetrics are the latency metrics of reasoning and tool-calling
+// streams: ttfc, the time to the first content token.
+var streamMetrics = []string{"ttfc"}
+
+// streamNames are the scalar names of reasoning and tool-calling streams,
+// in the order the result JSON writes them (when the run streamed
+// reasoning or tool calls): reasoning tokens in total and per completed
+// request, tool calls in total and per completed request, and the share
+// of sent requests that failed as broken_tool_call.
+var streamNames = []string{"total_reasoning_tokens", "mean_reasoning_tokens", "total_tool_calls", "mean_tool_calls", "broken_tool_call_ratio"}
 
 var scalarNames = map[string]bool{
 	"duration": true, "completed": true, "failed": true,
@@ -33,6 +47,9 @@ var scalarNames = map[string]bool{
 func init() {
 	for _, k := range FailureKinds {
 		scalarNames["failed_"+string(k)] = true
+	}
+	for _, n := range streamNames {
+		scalarNames[n] = true
 	}
 }
 
@@ -74,14 +91,11 @@ func parseStatName(name string) (stat string, p float64, metric string, ok bool)
 }
 
 func isLatencyMetric(m string) bool {
-	for _, n := range vllmMetrics {
-		if m == n {
-			return true
-		}
-	}
-	for _, n := range extraMetrics {
-		if m == n {
-			return true
+	for _, list := range [][]string{vllmMetrics, extraMetrics, streamMetrics} {
+		for _, n := range list {
+			if m == n {
+				return true
+			}
 		}
 	}
 	return false
@@ -102,7 +116,8 @@ func PercentileWord(p float64) string {
 // or by one of servegate's extra names (see KnownMetric). Any percentile
 // can be asked for, whether or not Options.Percentiles lists it.
 // request_goodput is unknown when no goodput SLO was set; generation
-// metrics are unknown in a pooling summary.
+// metrics are unknown in a pooling summary; the ttfc statistics are
+// unknown when no successful request streamed content.
 func (s *Summary) Value(name string) (float64, bool) {
 	switch name {
 	case "duration":
@@ -132,6 +147,19 @@ func (s *Summary) Value(name string) (float64, bool) {
 			return float64(s.Failed) / float64(n), true
 		}
 		return 0, true
+	case "total_reasoning_tokens":
+		return float64(s.TotalReasoningTokens), !s.Options.Pooling
+	case "mean_reasoning_tokens":
+		return perCompleted(s.TotalReasoningTokens, s.Completed), !s.Options.Pooling
+	case "total_tool_calls":
+		return float64(s.TotalToolCalls), !s.Options.Pooling
+	case "mean_tool_calls":
+		return perCompleted(s.TotalToolCalls, s.Completed), !s.Options.Pooling
+	case "broken_tool_call_ratio":
+		if n := s.Completed + s.Failed; n > 0 {
+			return float64(s.FailuresByKind[FailureBrokenToolCall]) / float64(n), !s.Options.Pooling
+		}
+		return 0, !s.Options.Pooling
 	}
 	if isHealthName(name) {
 		return s.Health.value(name, s.Duration)
@@ -178,6 +206,16 @@ func (s *Summary) stats(metric string) (Stats, bool) {
 		return s.E2ELWithQueue, true
 	case "lateness":
 		return s.Lateness, true
+	case "ttfc":
+		return s.TTFC, gen && s.TTFCCount > 0
 	}
 	return Stats{}, false
+}
+
+// perCompleted is n per completed request, 0 when none completed.
+func perCompleted(n, completed int) float64 {
+	if completed == 0 {
+		return 0
+	}
+	return float64(n) / float64(completed)
 }

@@ -22,10 +22,31 @@ const (
 	// FailureExcessOutput is a server that kept generating past
 	// max_tokens plus the client's slack; the client closed the stream.
 	FailureExcessOutput FailureKind = "excess_output"
+	// FailureBrokenToolCall is a streamed tool call whose assembled
+	// arguments are not valid JSON at the end of the stream (they never
+	// closed, say), or that has no function name.
+	FailureBrokenToolCall FailureKind = "broken_tool_call"
+	// FailureReasoningAfterContent is a stream that sent reasoning after
+	// it had begun the answer (a content delta with text other than
+	// white space): a broken reasoning parser.
+	FailureReasoningAfterContent FailureKind = "reasoning_after_content"
+	// FailureUsageMismatch is a usage block that contradicts the chunks:
+	// fewer completion (output) tokens than chunks that carried output,
+	// or more reasoning tokens than completion tokens, or fewer
+	// reasoning tokens, when it reports any, than chunks that carried
+	// reasoning. (A chunk carries at least one token in every server we
+	// know; several in speculative decoding, so more tokens than chunks
+	// is normal, and so is usage that reports no reasoning tokens.)
+	FailureUsageMismatch FailureKind = "usage_mismatch"
+	// FailureMissingCompleted is a Responses API stream that ended
+	// without its terminal event (response.completed, or
+	// response.incomplete), so its usage never came.
+	FailureMissingCompleted FailureKind = "missing_completed"
 )
 
 // FailureKinds lists every failure kind, in the order results report them.
-var FailureKinds = []FailureKind{FailureHTTPStatus, FailureStream, FailureTimeout, FailureTransport, FailureCanceled, FailureLineTooLong, FailureExcessOutput}
+var FailureKinds = []FailureKind{FailureHTTPStatus, FailureStream, FailureTimeout, FailureTransport, FailureCanceled, FailureLineTooLong, FailureExcessOutput,
+	FailureBrokenToolCall, FailureReasoningAfterContent, FailureUsageMismatch, FailureMissingCompleted}
 
 // A Record is what the client measured for one request. Times are offsets
 // on the monotonic clock from the start of the benchmark run.
@@ -109,11 +130,11 @@ type Record struct {
 // deltas.
 type ToolCall struct {
 	// ID is the call's id (tool_calls[].id, or the Responses API's call_id).
-	ID string
+	ID string `json:"id"`
 	// Name is the function's name.
-	Name string
+	Name string `json:"name"`
 	// Arguments is the assembled JSON text of the arguments.
-	Arguments string
+	Arguments string `json:"arguments"`
 }
 
 // InputLen is the prompt length vLLM reports for the request in its

@@ -44,25 +44,70 @@ func (s *Summary) recordArrays() object {
 	}
 }
 
+// streamArrays are the per-request arrays of a run that streamed
+// reasoning or tool calls, in request order: the time to first content
+// (seconds, 0 for none), reasoning tokens, tool calls ({id, name,
+// arguments} objects) and finish reasons.
+func (s *Summary) streamArrays() object {
+	n := len(s.records)
+	ttfcs := make([]float64, n)
+	reasoning := make([]int, n)
+	calls := make([]any, n)
+	finish := make([]string, n)
+	for i := range s.records {
+		r := &s.records[i]
+		ttfcs[i] = seconds(r.FirstContent)
+		reasoning[i] = r.ReasoningTokens
+		finish[i] = r.FinishReason
+		list := make([]any, len(r.ToolCalls))
+		for j, c := range r.ToolCalls {
+			list[j] = object{{"id", c.ID}, {"name", c.Name}, {"arguments", c.Arguments}}
+		}
+		calls[i] = list
+	}
+	return object{{"ttfcs", ttfcs}, {"reasoning_tokens", reasoning}, {"tool_calls", calls}, {"finish_reasons", finish}}
+}
+
 // savedResult is the part of a detailed result file records come from.
 type savedResult struct {
-	Duration       *float64    `json:"duration"`
-	InputLens      []int       `json:"input_lens"`
-	OutputLens     []int       `json:"output_lens"`
-	TTFTs          []float64   `json:"ttfts"`
-	ITLs           [][]float64 `json:"itls"`
-	GeneratedTexts []string    `json:"generated_texts"`
-	Errors         []string    `json:"errors"`
-	StartTimes     []float64   `json:"start_times"`
-	Latencies      []float64   `json:"latencies"`
-	RequestIDs     []string    `json:"request_ids"`
-	PromptLens     []int       `json:"prompt_lens"`
-	ScheduledTimes []float64   `json:"scheduled_times"`
-	DispatchTimes  []float64   `json:"dispatch_times"`
-	FreeTimes      []float64   `json:"free_times"`
-	FailureKinds   []string    `json:"failure_kinds"`
-	Unsent         []bool      `json:"unsent"`
-	ChunkTokens    [][]int     `json:"chunk_tokens"`
+	Duration       *float64     `json:"duration"`
+	InputLens      []int        `json:"input_lens"`
+	OutputLens     []int        `json:"output_lens"`
+	TTFTs          []float64    `json:"ttfts"`
+	ITLs           [][]float64  `json:"itls"`
+	GeneratedTexts []string     `json:"generated_texts"`
+	Errors         []string     `json:"errors"`
+	StartTimes     []float64    `json:"start_times"`
+	Latencies      []float64    `json:"latencies"`
+	RequestIDs     []string     `json:"request_ids"`
+	PromptLens     []int        `json:"prompt_lens"`
+	ScheduledTimes []float64    `json:"scheduled_times"`
+	DispatchTimes  []float64    `json:"dispatch_times"`
+	FreeTimes      []float64    `json:"free_times"`
+	FailureKinds   []string     `json:"failure_kinds"`
+	Unsent         []bool       `json:"unsent"`
+	ChunkTokens    [][]int      `json:"chunk_tokens"`
+	TTFCs          []float64    `json:"ttfcs"`
+	Reasoning      []int        `json:"reasoning_tokens"`
+	ToolCalls      [][]ToolCall `json:"tool_calls"`
+	FinishReasons  []string     `json:"finish_reasons"`
+}
+
+// readStreamed reads request i's streamArrays entries into r.
+func readStreamed(r *Record, v *savedResult, i int, ns func(float64) time.Duration) {
+	if v.TTFCs != nil {
+		r.FirstContent = ns(v.TTFCs[i])
+	}
+	if v.Reasoning != nil {
+		r.ReasoningTokens = v.Reasoning[i]
+		r.ContentTokens = max(r.OutputTokens-r.ReasoningTokens, 0)
+	}
+	if v.ToolCalls != nil && len(v.ToolCalls[i]) > 0 {
+		r.ToolCalls = v.ToolCalls[i]
+	}
+	if v.FinishReasons != nil {
+		r.FinishReason = v.FinishReasons[i]
+	}
 }
 
 // RecordsFromResult reads the records back from a detailed result file
@@ -101,7 +146,8 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		"itls": len(v.ITLs), "generated_texts": len(v.GeneratedTexts), "request_ids": len(v.RequestIDs),
 		"prompt_lens": len(v.PromptLens), "scheduled_times": len(v.ScheduledTimes),
 		"dispatch_times": len(v.DispatchTimes), "free_times": len(v.FreeTimes), "failure_kinds": len(v.FailureKinds), "unsent": len(v.Unsent),
-		"chunk_tokens": len(v.ChunkTokens),
+		"chunk_tokens": len(v.ChunkTokens), "ttfcs": len(v.TTFCs), "reasoning_tokens": len(v.Reasoning),
+		"tool_calls": len(v.ToolCalls), "finish_reasons": len(v.FinishReasons),
 	} {
 		if err := check(name, l); err != nil {
 			return nil, 0, err
@@ -153,6 +199,7 @@ func RecordsFromResult(data []byte) ([]Record, time.Duration, error) {
 		if v.ChunkTokens != nil {
 			r.ChunkTokens = v.ChunkTokens[i]
 		}
+		readStreamed(r, &v, i, ns)
 		switch {
 		case v.FailureKinds != nil:
 			r.Failure = FailureKind(v.FailureKinds[i])

@@ -78,6 +78,7 @@ var perRequestKeys = []string{
 	"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
 	"start_times", "latencies",
 	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "free_times", "failure_kinds", "unsent", "chunk_tokens",
+	"ttfcs", "reasoning_tokens", "tool_calls", "finish_reasons",
 }
 
 // ResultJSON renders the summary as the file vllm bench serve
@@ -197,6 +198,11 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 		for _, f := range s.recordArrays() {
 			o.set(f.Key, f.Value)
 		}
+		if s.Reasoning || s.ToolUse {
+			for _, f := range s.streamArrays() {
+				o.set(f.Key, f.Value)
+			}
+		}
 	}
 	if len(info.RPSChanges) > 0 {
 		ev := make([]any, len(info.RPSChanges))
@@ -212,6 +218,12 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 	for _, m := range metricsOrder {
 		if slices.Contains(s.Options.PercentileMetrics, m) {
 			s.setStats(&o, m)
+		}
+	}
+	if (s.Reasoning || s.ToolUse) && !pooling {
+		s.setStats(&o, "ttfc")
+		for _, n := range streamNames {
+			o.set(n, must(s.Value(n)))
 		}
 	}
 	if info.Extras {

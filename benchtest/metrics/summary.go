@@ -51,6 +51,22 @@ type Summary struct {
 	MaxConcurrentRequests int
 	// TTFT, TPOT, ITL and E2EL are vLLM's latency metrics.
 	TTFT, TPOT, ITL, E2EL Stats
+	// TTFC is the time to the first content token (Record.FirstContent)
+	// of the successful requests that streamed content: with a reasoning
+	// model, TTFT plus the thinking. Named "ttfc" in "<stat>_ttfc_ms".
+	TTFC Stats
+	// TTFCCount is how many requests TTFC covers; its names are unknown
+	// when it is 0.
+	TTFCCount int
+	// TotalReasoningTokens and TotalToolCalls sum Record.ReasoningTokens
+	// and the tool calls of the successful requests.
+	TotalReasoningTokens, TotalToolCalls int
+	// Reasoning and ToolUse say whether any sent request streamed
+	// reasoning (or failed as reasoning_after_content), or tool calls (or
+	// failed as broken_tool_call). The result JSON carries the keys of
+	// the time to first content, reasoning and tool calls only then, so
+	// that a run with neither keeps vLLM's key set.
+	Reasoning, ToolUse bool
 	// Queue is the client queue time (waiting for a concurrency slot) of
 	// every sent request.
 	Queue Stats
@@ -96,7 +112,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		records:        records,
 	}
 	dur := seconds(duration)
-	var ttfts, tpots, allTPOTs, e2els []float64
+	var ttfts, tpots, allTPOTs, e2els, ttfcs []float64
 	var queues, lags, late, e2elq []time.Duration
 	nITL := 0
 	for i := range records {
@@ -113,6 +129,7 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		queues = append(queues, r.Start-r.Dispatched)
 		lags = append(lags, r.Start-r.Scheduled)
 		late = append(late, r.Start-r.Free)
+		s.noteStreamed(r)
 		if !r.Success {
 			s.Failed++
 			kind := r.Failure
@@ -142,6 +159,11 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 		allTPOTs = append(allTPOTs, tpot)
 		itls = append(itls, r.ITL...)
 		ttfts = append(ttfts, ttft)
+		if r.FirstContent > 0 {
+			ttfcs = append(ttfcs, seconds(r.FirstContent))
+		}
+		s.TotalReasoningTokens += r.ReasoningTokens
+		s.TotalToolCalls += len(r.ToolCalls)
 	}
 	s.RequestThroughput = float64(s.Completed) / dur
 	s.OutputThroughput = float64(s.TotalOutput) / dur
@@ -152,10 +174,22 @@ func Summarize(records []Record, duration time.Duration, opts Options) *Summary 
 	s.TTFT, s.TPOT, s.ITL, s.E2EL = newStats(ttfts), newStats(tpots), newDurationStats(itls), newStats(e2els)
 	s.Queue, s.ScheduleLag, s.E2ELWithQueue = newDurationStats(queues), newDurationStats(lags), newDurationStats(e2elq)
 	s.Lateness = newDurationStats(late)
+	s.TTFC, s.TTFCCount = newStats(ttfcs), len(ttfcs)
 	if !opts.Pooling {
 		s.MaxOutputTokensPerS, s.MaxConcurrentRequests = peaks(records)
 	}
 	return s
+}
+
+// noteStreamed notes whether a sent request streamed reasoning or tool
+// calls (see Summary.Reasoning and ToolUse).
+func (s *Summary) noteStreamed(r *Record) {
+	if r.FirstReasoning > 0 || r.ReasoningTokens > 0 || r.Failure == FailureReasoningAfterContent {
+		s.Reasoning = true
+	}
+	if len(r.ToolCalls) > 0 || r.Failure == FailureBrokenToolCall {
+		s.ToolUse = true
+	}
 }
 
 // seconds converts a duration to float seconds exactly as a division of

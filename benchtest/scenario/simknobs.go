@@ -86,3 +86,73 @@ type UnsupportedError struct {
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("scenario %s cannot run on the %s target: %s", e.Scenario, e.Kind, e.Reason)
 }
+
+// A SimKnobRange is the range of one simulator knob that a scenario file
+// sets through target.args.
+type SimKnobRange struct {
+	// Key is the knob's name (its YAML key in the simulator).
+	Key string
+	// Int says the knob takes an integer; otherwise a number.
+	Int bool
+	// Min and Max bound the value, both included.
+	Min, Max float64
+}
+
+// SimKnobRanges are the simulator knobs for what today's models stream and
+// how conversations reuse the KV cache — tool calls, reasoning,
+// speculative decoding, the KV offload tier — checked where the scenario
+// file is loaded, so that a slip is one error naming the file, line and
+// field before a container starts. The simulator checks these and all its
+// other knobs again when it starts; the maxima are its own (see
+// containers/simulator/README.md), and a test holds them equal.
+var SimKnobRanges = []SimKnobRange{
+	{Key: "tool_call_rate", Min: 0, Max: 1},
+	{Key: "tool_call_arg_tokens", Int: true, Min: 0, Max: 65536},
+	{Key: "reasoning_share", Min: 0, Max: 1},
+	{Key: "spec_draft_tokens", Int: true, Min: 0, Max: 64},
+	{Key: "spec_accept_prob", Min: 0, Max: 1},
+	{Key: "kv_offload_blocks", Int: true, Min: 0, Max: 16777216},
+	{Key: "kv_offload_load_us", Min: 0, Max: 1000000},
+}
+
+// validateSimArgs checks the knobs of SimKnobRanges among a simulator's
+// args; field names the args (target.args, target.backends[i].args).
+func (sc *Scenario) validateSimArgs(field string, args []string) error {
+	for i, a := range args {
+		k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !ok || k == "" {
+			return sc.errorf(fmt.Sprintf("%s[%d]", field, i), "simulator arg %q: want --knob=value", a)
+		}
+		k = strings.ReplaceAll(k, "-", "_")
+		for _, r := range SimKnobRanges {
+			if r.Key != k {
+				continue
+			}
+			if err := r.check(strings.TrimSpace(v)); err != nil {
+				return sc.errorf(fmt.Sprintf("%s[%d]", field, i), "%s: %v", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (r SimKnobRange) check(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if r.Int {
+		n, ierr := strconv.Atoi(v)
+		f, err = float64(n), ierr
+	}
+	if err != nil {
+		kind := "a number"
+		if r.Int {
+			kind = "an integer"
+		}
+		return fmt.Errorf("want %s, got %q", kind, v)
+	}
+	if !(f >= r.Min && f <= r.Max) {
+		return fmt.Errorf("must be between %s and %s, got %s", fmtNum(r.Min), fmtNum(r.Max), v)
+	}
+	return nil
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

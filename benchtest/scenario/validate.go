@@ -80,6 +80,11 @@ func (sc *Scenario) validateTarget() error {
 	if t.URL != "" && t.Kind != TargetURL {
 		return sc.errorf("target.url", "only for target.kind url; this target is %s", t.Kind)
 	}
+	if t.Kind == TargetSim || t.Kind == TargetInproc {
+		if err := sc.validateSimArgs("target.args", t.Args); err != nil {
+			return err
+		}
+	}
 	if t.Profile != "" && t.Kind != TargetSim && t.Kind != TargetInproc {
 		return sc.errorf("target.profile", "a simulator profile needs target.kind sim or inproc; this target is %s", t.Kind)
 	}
@@ -124,6 +129,9 @@ func (sc *Scenario) validateContainer() error {
 		}
 		if _, err := (Target{Args: b.Args}).SimKnobs(); err != nil {
 			return sc.errorf(key+".args", "%v", err)
+		}
+		if err := sc.validateSimArgs(key+".args", b.Args); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -16,6 +16,13 @@ var vllmBackends = []string{
 	"infinity-embeddings", "infinity-embeddings-clip", "vllm-pooling", "vllm-rerank",
 }
 
+// servegateBackends are --backend choices servegate adds to vLLM's: its
+// own backends (client.Backends), which vllm bench serve lacks.
+var servegateBackends = []string{"openai-responses"}
+
+// backendChoices are the --backend choices argparse accepts.
+var backendChoices = append(append([]string(nil), vllmBackends...), servegateBackends...)
+
 // vllmDatasets are vllm bench serve's --dataset-name choices (vLLM v0.13);
 // servegate implements dataset.Names of them.
 var vllmDatasets = []string{
@@ -200,7 +207,7 @@ func addDatasetFlags(p *argParser, a *benchArgs) {
 func addServingFlags(p *argParser, a *benchArgs) {
 	g := groupServing
 	p.optStringVar(&a.Label, "label", g, "The label (prefix) of the benchmark results. If not specified, the value of '--backend' will be used as the label.")
-	p.stringVar(&a.Backend, "backend", "openai", g, "The type of backend or endpoint to use for the benchmark.").choices = vllmBackends
+	p.stringVar(&a.Backend, "backend", "openai", g, "The type of backend or endpoint to use for the benchmark.").choices = backendChoices
 	p.optStringVar(&a.BaseURL, "base-url", g, "Server or API base url if not using http host and port.")
 	p.stringVar(&a.Host, "host", "127.0.0.1", g, "Server host.")
 	p.intVar(&a.Port, "port", 8000, g, "Server port.")

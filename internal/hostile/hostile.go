@@ -1,11 +1,13 @@
-// Package hostile serves misbehaving OpenAI-compatible completion streams
-// over real loopback HTTP, for tests of anything that reads them: a giant
-// line, an endless stream, events split at every byte, headers trickled
-// slowly, invalid UTF-8, wrong content types, an HTTP/1.0 close-delimited
-// body, a 200 answer holding an error, and usage counts that disagree with
-// the chunks. Each Case carries the record the servegate client must
-// produce for it when it sends a completions request with max_tokens
-// MaxTokens.
+// Package hostile serves misbehaving OpenAI-compatible streams over real
+// loopback HTTP, for tests of anything that reads them: a giant line, an
+// endless stream, events split at every byte, headers trickled slowly,
+// invalid UTF-8, wrong content types, an HTTP/1.0 close-delimited body, a
+// 200 answer holding an error, usage counts that disagree with the
+// chunks, a tool call whose arguments never close, reasoning after the
+// answer began, and a Responses API stream that ends without its
+// completed event. Each Case carries the record the servegate client must
+// produce for it when it sends a request of the case's Backend with
+// max_tokens MaxTokens.
 package hostile
 
 import (
@@ -50,6 +52,10 @@ type Want struct {
 type Case struct {
 	// Name says what the server does wrong.
 	Name string
+	// Backend is the client backend the case answers (a client.Backends
+	// name): "" for completions ("openai"), "openai-chat" or
+	// "openai-responses".
+	Backend string
 	// Want is the record a client must produce.
 	Want Want
 	// handler answers over net/http; raw, when set instead, owns the
@@ -171,9 +177,11 @@ func Cases() []Case {
 			},
 		},
 		{
-			// vLLM takes usage over the chunk count, and so does servegate.
+			// vLLM takes usage over the chunk count; servegate counts a
+			// usage that says fewer tokens than the chunks carried as a
+			// failure of its own (issue 26): every chunk holds a token.
 			Name:    "usage-below-chunks",
-			Want:    Want{Success: true, OutputTokens: 2, Chunks: 6, Text: text},
+			Want:    Want{Failure: metrics.FailureUsageMismatch, ErrorContains: "usage reports 2 completion tokens but the stream carried 6 output chunks", OutputTokens: -1, Chunks: 6},
 			handler: writeSSE(Stream(words, 2), 0),
 		},
 		{
@@ -181,6 +189,10 @@ func Cases() []Case {
 			Want:    Want{Failure: metrics.FailureExcessOutput, ErrorContains: "1000000 completion tokens", OutputTokens: -1, Chunks: -1},
 			handler: writeSSE(Stream(words, 1_000_000), 0),
 		},
+		ToolCallNeverCloses(),
+		ReasoningAfterContent(),
+		ReasoningUsageDisagrees(),
+		ResponsesWithoutCompleted(),
 	}
 }
 
@@ -206,7 +218,7 @@ func GiantLine(size, lines int) Case {
 					return
 				}
 			}
-			_, _ = w.Write(Stream(nil, 0))
+			_, _ = w.Write(Stream(nil, lines))
 		},
 	}
 }
@@ -268,5 +280,91 @@ func writeSSE(body []byte, split int) http.HandlerFunc {
 			f.Flush()
 			b = b[k:]
 		}
+	}
+}
+
+// chatEvent is one chat chunk with delta (a JSON object) and finish
+// reason (null when empty).
+func chatEvent(delta, finish string) string {
+	f := "null"
+	if finish != "" {
+		f = `"` + finish + `"`
+	}
+	return `data: {"id":"chatcmpl-h","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + f + `}]}` + "\n\n"
+}
+
+// chatEnd is the chat usage chunk (with completion_tokens_details when
+// details is set) and [DONE].
+func chatEnd(completion int, details string) string {
+	if details != "" {
+		details = `,"completion_tokens_details":` + details
+	}
+	return fmt.Sprintf(`data: {"id":"chatcmpl-h","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"total_tokens":%d,"completion_tokens":%d%s}}`+"\n\ndata: [DONE]\n\n", 3+completion, completion, details)
+}
+
+// ToolCallNeverCloses is a chat stream whose tool call's arguments never
+// close: the stream ends with finish_reason tool_calls and the arguments
+// still open.
+func ToolCallNeverCloses() Case {
+	body := chatEvent(`{"role":"assistant","content":""}`, "") +
+		chatEvent(`{"tool_calls":[{"id":"call_h1","type":"function","index":0,"function":{"name":"lookup","arguments":""}}]}`, "") +
+		chatEvent(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\": \"never"}}]}`, "") +
+		chatEvent(`{"tool_calls":[{"index":0,"function":{"arguments":" closed"}}]}`, "tool_calls") +
+		chatEnd(3, "")
+	return Case{
+		Name:    "tool-call-never-closes",
+		Backend: "openai-chat",
+		Want:    Want{Failure: metrics.FailureBrokenToolCall, ErrorContains: `tool call 0 (id "call_h1", function "lookup"): arguments are not valid JSON`, OutputTokens: -1, Chunks: 3},
+		handler: writeSSE([]byte(body), 0),
+	}
+}
+
+// ReasoningAfterContent is a chat stream that goes back to reasoning
+// after its answer began.
+func ReasoningAfterContent() Case {
+	body := chatEvent(`{"role":"assistant","content":""}`, "") +
+		chatEvent(`{"reasoning_content":"First,"}`, "") +
+		chatEvent(`{"content":"The answer"}`, "") +
+		chatEvent(`{"reasoning_content":" wait, no"}`, "") +
+		chatEvent(`{"content":" is 4."}`, "stop") +
+		chatEnd(4, "")
+	return Case{
+		Name:    "reasoning-after-content",
+		Backend: "openai-chat",
+		Want:    Want{Failure: metrics.FailureReasoningAfterContent, ErrorContains: "reasoning delta after the answer began", OutputTokens: -1, Chunks: 2},
+		handler: writeSSE([]byte(body), 0),
+	}
+}
+
+// ReasoningUsageDisagrees is a chat stream whose usage reports more
+// reasoning tokens than completion tokens.
+func ReasoningUsageDisagrees() Case {
+	body := chatEvent(`{"reasoning_content":"Hmm."}`, "") +
+		chatEvent(`{"content":"Yes."}`, "stop") +
+		chatEnd(2, `{"reasoning_tokens":5}`)
+	return Case{
+		Name:    "reasoning-usage-disagrees",
+		Backend: "openai-chat",
+		Want:    Want{Failure: metrics.FailureUsageMismatch, ErrorContains: "5 reasoning tokens, more than its 2 completion tokens", OutputTokens: -1, Chunks: 2},
+		handler: writeSSE([]byte(body), 0),
+	}
+}
+
+// responsesEvent is one Responses API event as vLLM writes it.
+func responsesEvent(typ, fields string) string {
+	return "event: " + typ + "\ndata: {" + fields + `,"sequence_number":0,"type":"` + typ + `"}` + "\n\n"
+}
+
+// ResponsesWithoutCompleted is a Responses API stream that streams its
+// answer and ends without response.completed (so without usage).
+func ResponsesWithoutCompleted() Case {
+	body := responsesEvent("response.created", `"response":{"id":"resp_h","status":"in_progress","usage":null}`) +
+		responsesEvent("response.output_text.delta", `"content_index":0,"delta":"Half","item_id":"msg_h","output_index":0`) +
+		responsesEvent("response.output_text.delta", `"content_index":1,"delta":" an answer","item_id":"msg_h","output_index":0`)
+	return Case{
+		Name:    "responses-without-completed",
+		Backend: "openai-responses",
+		Want:    Want{Failure: metrics.FailureMissingCompleted, ErrorContains: "without response.completed", OutputTokens: -1, Chunks: 2},
+		handler: writeSSE([]byte(body), 0),
 	}
 }

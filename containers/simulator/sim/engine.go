@@ -25,6 +25,7 @@ type engine struct {
 	running []*seq // admission order; the last one is preempted first
 
 	preemptions int       // engine-owned count, for the step log
+	loaded      int       // blocks loaded from the offload tier for the step being planned
 	started     time.Time // zero of the step log's times
 
 	mu      sync.Mutex
@@ -47,6 +48,7 @@ type engineStats struct {
 type stepPlan struct {
 	s      *seq
 	numNew int
+	draft  int // draft tokens verified (speculative decoding)
 }
 
 // decoding reports whether the sequence computes just its last generated
@@ -62,7 +64,7 @@ func (ps stepPlan) decoding() bool {
 const catchUp = 5 * time.Millisecond
 
 func newEngine(p Params, m *metrics) *engine {
-	return &engine{
+	e := &engine{
 		started: time.Now(),
 		p:       p,
 		kv:      newKVCache(p.NumKVBlocks, p.BlockSize, p.EnablePrefixCaching),
@@ -70,6 +72,10 @@ func newEngine(p Params, m *metrics) *engine {
 		wake:    make(chan struct{}, 1),
 		metrics: m,
 	}
+	if p.KVOffloadBlocks > 0 && p.EnablePrefixCaching {
+		e.kv.offload = newOffloadTier(p.KVOffloadBlocks, m.offloadStore)
+	}
+	return e
 }
 
 // submit queues sequences; the engine admits them at its next step.
@@ -197,7 +203,8 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 		if n <= 0 {
 			continue
 		}
-		for !e.reserve(s, s.numComputed+n) {
+		draft := e.draftLen(s, n, budget)
+		for !e.reserve(s, s.numComputed+n+draft) {
 			victim := e.running[len(e.running)-1]
 			e.running = e.running[:len(e.running)-1]
 			e.preempt(victim)
@@ -210,8 +217,8 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 			break
 		}
 		e.cacheBlocks(s, s.numComputed+n)
-		plan = append(plan, stepPlan{s, n})
-		budget -= n
+		plan = append(plan, stepPlan{s, n, draft})
+		budget -= n + draft
 	}
 	for !preempted && len(e.waiting) > 0 && len(e.running) < e.p.MaxNumSeqs && budget > 0 {
 		s := e.waiting[0]
@@ -233,10 +240,20 @@ func (e *engine) schedule(now time.Time) []stepPlan {
 		}
 		s.mu.Unlock()
 		e.cacheBlocks(s, s.numComputed+n)
-		plan = append(plan, stepPlan{s, n})
+		plan = append(plan, stepPlan{s, n, 0})
 		budget -= n
 	}
 	return plan
+}
+
+// draftLen is how many draft tokens a running sequence verifies this step:
+// spec_draft_tokens when it is decoding, fewer when its output budget or
+// the step's token budget is nearly spent (as vLLM's scheduler does).
+func (e *engine) draftLen(s *seq, n, budget int) int {
+	if e.p.SpecDraftTokens == 0 || s.pooling || n != 1 || len(s.output) == 0 || s.numComputed != s.numTokens()-1 {
+		return 0
+	}
+	return max(0, min(e.p.SpecDraftTokens, s.maxTokens-len(s.output)-1, budget-n))
 }
 
 // cacheBlocks enters the full blocks of s's first n tokens in the prefix
@@ -261,18 +278,47 @@ func (e *engine) cacheBlocks(s *seq, n int) {
 func (e *engine) hitPrefixCache(s *seq) {
 	bs := e.p.BlockSize
 	full := (s.numTokens() - 1) / bs
-	hits := e.kv.lookup(s.blockHashes(full, bs))
+	hashes := s.blockHashes(full, bs)
+	hits := e.kv.lookup(hashes)
 	e.kv.take(hits)
 	s.blocks = append(s.blocks[:0], hits...)
 	s.numComputed = len(hits) * bs
 	s.committed = len(hits)
+	local := s.numComputed
+	loaded := e.loadOffloaded(s, hashes[len(hits):])
 	if !s.queried {
 		s.queried = true
-		e.metrics.prefixQuery(s.numTokens(), s.numComputed)
+		e.metrics.prefixQuery(s.numTokens(), local)
+		if e.kv.offload != nil {
+			e.metrics.offloadQuery(s.numTokens()-local, loaded*bs, loaded)
+		}
 		s.mu.Lock()
 		s.truth.CachedTokens = s.numComputed
+		s.truth.OffloadTokens = loaded * bs
 		s.mu.Unlock()
 	}
+}
+
+// loadOffloaded continues a prefix hit in the offload tier: the blocks of
+// hashes (those after the cache's hits) found there are loaded back into
+// fresh cache blocks, as many as are free, and charged to this step.
+func (e *engine) loadOffloaded(s *seq, hashes []uint64) int {
+	if e.kv.offload == nil || len(hashes) == 0 {
+		return 0
+	}
+	n := min(e.kv.offload.match(hashes), e.kv.numFree())
+	ids, ok := e.kv.allocate(n)
+	if !ok || n == 0 {
+		return 0
+	}
+	for i, id := range ids {
+		e.kv.commit(id, hashes[i])
+	}
+	s.blocks = append(s.blocks, ids...)
+	s.numComputed += n * e.p.BlockSize
+	s.committed += n
+	e.loaded += n
+	return n
 }
 
 // reserve makes sure s has blocks for its first n tokens.
@@ -306,13 +352,17 @@ func (e *engine) preempt(s *seq) {
 // maxStepMS is the longest modelled step, in ms: an hour.
 const maxStepMS = 3_600_000
 
-// stepDuration is the modelled time of a step: fixed + per prefill token +
-// per sequence + per context token, times the slowdown, times the jitter.
+// stepDuration is the modelled time of a step: fixed + per prefill token
+// (and per draft token verified) + per sequence + per context token + per
+// block loaded from the offload tier, times the slowdown, times the
+// jitter.
 func (e *engine) stepDuration(st Step) time.Duration {
 	ms := e.p.StepFixedMS +
 		float64(st.PrefillTokens)*e.p.PrefillTokenUS/1e3 +
 		float64(st.Seqs)*e.p.SeqUS/1e3 +
-		float64(st.ContextTokens)*e.p.ContextTokenNS/1e6
+		float64(st.ContextTokens)*e.p.ContextTokenNS/1e6 +
+		float64(st.DraftTokens)*e.p.PrefillTokenUS/1e3 +
+		float64(st.LoadedBlocks)*e.p.KVOffloadLoadUS/1e3
 	ms *= e.p.Slowdown
 	if e.p.Jitter > 0 {
 		z := max(-3, min(3, e.rng.NormFloat64()))
@@ -327,7 +377,8 @@ func (e *engine) stepDuration(st Step) time.Duration {
 // every sequence that has computed all
 // its tokens gets a new one (its first token when its prefill completes).
 func (e *engine) finishStep(plan []stepPlan, at time.Time) {
-	tokens := 0 // as vLLM's iteration stats count them
+	tokens := 0   // as vLLM's iteration stats count them
+	accepted := 0 // draft tokens accepted
 	defer func() { e.metrics.iteration(tokens) }()
 	for _, ps := range plan {
 		s := ps.s
@@ -348,14 +399,29 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			s.deliver(nil, at, "stop")
 			continue
 		}
-		tok := s.gen.next()
-		s.output = append(s.output, tok)
-		finish := ""
-		e.metrics.generated(len(s.output) == 1, s.promptLen)
-		tokens++
-		if len(s.output) == 1 {
-			tokens += s.promptLen
+		emit := 1
+		if ps.draft > 0 {
+			// The accepted drafts' KV was computed by the verification.
+			a := s.gen.accept(ps.draft, e.p.SpecAcceptProb)
+			s.numComputed += a
+			emit += a
+			accepted += a
+			e.metrics.specDraft(ps.draft, a)
+			s.mu.Lock()
+			s.truth.SpecAccepted = append(s.truth.SpecAccepted, a)
+			s.mu.Unlock()
 		}
+		ids := make([]int, emit)
+		for i := range ids {
+			ids[i] = s.gen.next()
+			s.output = append(s.output, ids[i])
+			e.metrics.generated(len(s.output) == 1, s.promptLen)
+			tokens++
+			if len(s.output) == 1 {
+				tokens += s.promptLen
+			}
+		}
+		finish := ""
 		if len(s.output) >= s.maxTokens {
 			finish = s.stopAt
 			s.state = seqDone
@@ -363,10 +429,13 @@ func (e *engine) finishStep(plan []stepPlan, at time.Time) {
 			e.free(s)
 			s.drop()
 		}
-		s.deliver([]int{tok}, at, finish)
+		s.deliver(ids, at, finish)
 	}
 	e.mu.Lock()
 	e.stats.Steps++
+	if accepted > 0 {
+		e.steps.setLastAccepted(accepted)
+	}
 	e.mu.Unlock()
 }
 

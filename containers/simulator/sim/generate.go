@@ -34,11 +34,9 @@ type genRequest struct {
 	// is 0, null is none).
 	Logprobs    json.RawMessage `json:"logprobs"`
 	TopLogprobs json.RawMessage `json:"top_logprobs"`
-}
-
-type chatInMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	// Tools and ToolChoice are chat's function tools (see tools.go).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // A job is one parsed generation request.
@@ -57,6 +55,7 @@ type job struct {
 	logprobs bool
 	topK     int
 	greedy   bool     // temperature 0: the sampled token is the most likely
+	tools    *toolSet // chat's tools, nil for none or tool_choice "none"
 	choices  []choice // n of them
 }
 
@@ -65,7 +64,16 @@ type choice struct {
 	seed      uint64
 	maxTokens int    // output length at which it stops
 	stopAt    string // its finish reason then: "length" or "stop"
+	// reasoning is how many of its first tokens are reasoning (chat).
+	reasoning int
+	// tool is the tool call it answers with after its reasoning, nil for
+	// content. Its engine finish reason is "stop", as in vLLM, whose
+	// serving layer reports "tool_calls".
+	tool *toolPlan
 }
+
+// rich reports whether the choice streams more than plain content.
+func (c *choice) rich() bool { return c.reasoning > 0 || c.tool != nil }
 
 // badRequest is a client error with vLLM's status and message.
 type badRequest struct{ e errorResponse }
@@ -146,6 +154,11 @@ func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 			id: j.rid, prompt: j.prompt, promptLen: len(j.prompt), maxTokens: c.maxTokens, stopAt: c.stopAt,
 			gen: s.vocab.stream(c.seed), arrival: arrival, notify: notify,
 		}
+		kids[i].reasoning = c.reasoning
+		if c.tool != nil {
+			kids[i].gen.script, kids[i].gen.at = c.tool.script, c.reasoning
+			kids[i].toolCall = true
+		}
 	}
 	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
 	s.eng.submit(kids...)
@@ -195,11 +208,14 @@ func (s *Server) parseJob(r *http.Request, chat bool) (*job, error) {
 	}
 	if chat {
 		j.id = "chatcmpl-" + j.rid
-		p, err := s.chatPrompt(req.Messages)
+		p, err := s.chatPrompt(req.Messages, req.Tools)
 		if err != nil {
 			return nil, err
 		}
 		j.prompt = p
+		if j.tools, err = parseToolChoice(req.Tools, req.ToolChoice); err != nil {
+			return nil, err
+		}
 	} else {
 		j.id = "cmpl-" + j.rid
 		p, err := s.completionPrompt(req.Prompt)
@@ -237,33 +253,6 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int, error) {
 		return s.tk.Encode(texts[0], true), nil
 	}
 	return nil, bad(http.StatusBadRequest, "prompt must be a non-empty string, a list of token ids, or a list of one string (the simulator serves one prompt per request)")
-}
-
-// chatPrompt renders the messages with a Llama-3 style chat template and
-// tokenizes the result, ending with the assistant header.
-func (s *Server) chatPrompt(msgs []chatInMessage) ([]int, error) {
-	if len(msgs) == 0 {
-		return nil, bad(http.StatusBadRequest, "messages must not be empty")
-	}
-	var b strings.Builder
-	for i, m := range msgs {
-		var text string
-		if err := json.Unmarshal(m.Content, &text); err != nil {
-			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(m.Content, &parts); err != nil {
-				return nil, bad(http.StatusBadRequest, "messages[%d].content must be a string or a list of parts", i)
-			}
-			for _, p := range parts {
-				text += p.Text
-			}
-		}
-		fmt.Fprintf(&b, "<|start_header_id|>%s<|end_header_id|>\n\n%s<|eot_id|>", m.Role, text)
-	}
-	b.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
-	return s.tk.Encode(b.String(), true), nil
 }
 
 // setLength checks the context length and sets the output budget. Without
@@ -362,6 +351,16 @@ func (s *Server) setSampling(j *job, req *genRequest) error {
 				if k := lo + rng.IntN(mt-lo+1); k < mt {
 					c.maxTokens, c.stopAt = k, "stop"
 				}
+			}
+		}
+		if !j.chat {
+			continue
+		}
+		c.reasoning = s.p.reasoningTokens(c.maxTokens)
+		if c.tool = s.drawTool(j.tools, c.seed); c.tool != nil {
+			c.maxTokens, c.stopAt = c.reasoning+len(c.tool.script), "stop"
+			if c.maxTokens > j.maxTokens {
+				c.maxTokens, c.stopAt = j.maxTokens, "length"
 			}
 		}
 	}

@@ -17,6 +17,7 @@ type kvCache struct {
 	blocks    []kvBlock
 	free      *list.List // block ids with ref 0; front is evicted first
 	cached    map[uint64]int
+	offload   *offloadTier // where evicted hashed blocks go; nil for none
 }
 
 type kvBlock struct {
@@ -94,6 +95,9 @@ func (c *kvCache) allocate(n int) ([]int, bool) {
 		if b.hashed {
 			if c.cached[b.hash] == id {
 				delete(c.cached, b.hash)
+				if c.offload != nil {
+					c.offload.store(b.hash)
+				}
 			}
 			b.hashed = false
 		}

@@ -37,6 +37,16 @@ type metrics struct {
 	tpot           *histogram // a request's mean time per output token
 	prefillKV      *histogram // prompt tokens computed, cache hits excluded
 	http           httpMetrics
+
+	// Speculative decoding (exported only with spec_draft_tokens > 0, as
+	// vLLM exports them only with a speculative config).
+	specK                                  int
+	specDrafts, specDraftTok, specAccepted int64
+	specPerPos                             []int64
+	// The KV offload tier (exported only with kv_offload_blocks > 0).
+	offload                      bool
+	offloadQueries, offloadHits  int64 // tokens
+	offloadStored, offloadLoaded int64 // blocks
 }
 
 // Bucket bounds in seconds (tokens for the length histograms), as vLLM v0.13
@@ -73,7 +83,40 @@ func newMetrics(p Params) *metrics {
 		inference:     newHistogram(e2eBuckets),
 		promptHist:    newHistogram(tokenBuckets(maxModelLen)),
 		genHist:       newHistogram(tokenBuckets(maxModelLen)),
+		specK:         p.SpecDraftTokens,
+		specPerPos:    make([]int64, p.SpecDraftTokens),
+		offload:       p.KVOffloadBlocks > 0 && p.EnablePrefixCaching,
 	}
+}
+
+// specDraft records one sequence's verification of k draft tokens, a of
+// them accepted, as vLLM's SpecDecodingStats.observe_draft does.
+func (m *metrics) specDraft(k, a int) {
+	m.mu.Lock()
+	m.specDrafts++
+	m.specDraftTok += int64(k)
+	m.specAccepted += int64(a)
+	for i := range a {
+		m.specPerPos[i]++
+	}
+	m.mu.Unlock()
+}
+
+// offloadQuery records a prefix lookup in the offload tier: tokens asked
+// for and tokens found (loaded back).
+func (m *metrics) offloadQuery(queried, hit, loadedBlocks int) {
+	m.mu.Lock()
+	m.offloadQueries += int64(queried)
+	m.offloadHits += int64(hit)
+	m.offloadLoaded += int64(loadedBlocks)
+	m.mu.Unlock()
+}
+
+// offloadStore counts a block written to the offload tier.
+func (m *metrics) offloadStore() {
+	m.mu.Lock()
+	m.offloadStored++
+	m.mu.Unlock()
 }
 
 // pooled counts the prompt of an embeddings or rerank request.
@@ -149,7 +192,11 @@ func (m *metrics) finished(t *truthData, prompt int, reason string, maxTokens in
 	if len(t.TokenTimes) > 0 {
 		m.ttft.observe(t.TokenTimes[0].Seconds())
 		for i := 1; i < len(t.TokenTimes); i++ {
-			m.itl.observe((t.TokenTimes[i] - t.TokenTimes[i-1]).Seconds())
+			// With speculation, vLLM observes one latency per step's
+			// output, not per token.
+			if d := t.TokenTimes[i] - t.TokenTimes[i-1]; d > 0 || m.specK == 0 {
+				m.itl.observe(d.Seconds())
+			}
 		}
 		m.e2e.observe(t.TokenTimes[len(t.TokenTimes)-1].Seconds())
 	}
@@ -203,9 +250,10 @@ func (m *metrics) write(w io.Writer, st engineStats) {
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", st.KVUsage)
 	counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries)
 	counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits)
-	// The simulator has no KV connector and no multi-modal inputs.
-	counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", 0)
-	counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", 0)
+	// The offload tier is the simulator's only KV connector; there are no
+	// multi-modal inputs.
+	counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", m.offloadQueries)
+	counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", m.offloadHits)
 	counter("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.", 0)
 	counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.", 0)
 	counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", m.preemptions)
@@ -235,6 +283,26 @@ func (m *metrics) write(w io.Writer, st engineStats) {
 	hist(m.prefill, "vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.")
 	hist(m.decode, "vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.")
 	hist(m.prefillKV, "vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).")
+	if m.specK > 0 {
+		counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", m.specDrafts)
+		counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", m.specDraftTok)
+		counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", m.specAccepted)
+		const perPos = "Accepted tokens per draft position."
+		fmt.Fprintf(w, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total %s\n# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n", perPos)
+		for i, n := range m.specPerPos {
+			fmt.Fprintf(w, "vllm:spec_decode_num_accepted_tokens_per_pos_total{%s,position=\"%d\"} %s\n", lbl, i, num(float64(n)))
+		}
+		fmt.Fprintf(w, "# HELP vllm:spec_decode_num_accepted_tokens_per_pos_created %s\n# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_created gauge\n", perPos)
+		for i := range m.specPerPos {
+			fmt.Fprintf(w, "vllm:spec_decode_num_accepted_tokens_per_pos_created{%s,position=\"%d\"} %s\n", lbl, i, created)
+		}
+	}
+	if m.offload {
+		// The simulator's own names: vLLM 0.13's offloading connector
+		// exports no block counts.
+		counter("vllm:kv_offload_stored_blocks", "Simulator: KV blocks written to the offload tier when evicted from the KV cache.", m.offloadStored)
+		counter("vllm:kv_offload_loaded_blocks", "Simulator: KV blocks loaded back from the offload tier on a prefix hit.", m.offloadLoaded)
+	}
 	fmt.Fprintf(w, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{%s} 1.0\n", m.cache)
 	m.http.write(w, created)
 }

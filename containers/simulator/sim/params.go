@@ -66,6 +66,36 @@ type Params struct {
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns.
 	EmbeddingDim int `yaml:"embedding_dim" help:"length of embedding vectors" max:"65536"`
 
+	// ToolCallRate is the probability that a chat request with tools
+	// (tool_choice "auto", the default) is answered with a tool call
+	// instead of content; tool_choice "required" or a named function always
+	// is. 0 = never.
+	ToolCallRate float64 `yaml:"tool_call_rate" help:"probability that a chat request with tools answers with a tool call"`
+	// ToolCallArgTokens is the length of a generated call's one argument
+	// value, in word tokens; the call's JSON around it adds a few more.
+	ToolCallArgTokens int `yaml:"tool_call_arg_tokens" help:"word tokens in a generated tool call's argument value" max:"65536"`
+	// ReasoningShare is the share of each chat answer's tokens streamed
+	// first as reasoning (vLLM's reasoning / reasoning_content fields), the
+	// rest as content or a tool call. 0 = no reasoning.
+	ReasoningShare float64 `yaml:"reasoning_share" help:"share of each chat answer streamed first as reasoning"`
+
+	// SpecDraftTokens is the draft length k of speculative decoding: each
+	// decoding step verifies k draft tokens per sequence (costing what k
+	// prompt tokens cost) and emits the accepted ones and one more
+	// together. 0 = no speculation.
+	SpecDraftTokens int `yaml:"spec_draft_tokens" help:"draft tokens per decoding step (speculative decoding), 0 = off" max:"64"`
+	// SpecAcceptProb is the probability that a draft token is accepted,
+	// given that the ones before it were: at every position alike.
+	SpecAcceptProb float64 `yaml:"spec_accept_prob" help:"probability a draft token is accepted when those before it were"`
+
+	// KVOffloadBlocks is the capacity, in blocks, of a slower KV tier
+	// (CPU memory) that blocks evicted from the KV cache go to; a later
+	// prefix hit there loads them back instead of recomputing. 0 = none.
+	KVOffloadBlocks int `yaml:"kv_offload_blocks" help:"capacity of the KV offload tier in blocks (evicted blocks go there), 0 = none" max:"16777216"`
+	// KVOffloadLoadUS is the time one block takes to load back from the
+	// offload tier, added to the step that loads it, in microseconds.
+	KVOffloadLoadUS float64 `yaml:"kv_offload_load_us" help:"cost of loading one block back from the offload tier, µs" max:"1000000"`
+
 	// EnableRequestIDHeaders adds an X-Request-Id header to every response:
 	// the request's own, or 32 new hex digits. vLLM does this only with
 	// --enable-request-id-headers, so it is off by default.
@@ -119,6 +149,8 @@ func DefaultParams() Params {
 		EOSMinRatio:         1,
 		DefaultMaxTokens:    256,
 		EmbeddingDim:        384,
+		ToolCallArgTokens:   16,
+		SpecAcceptProb:      0.7,
 	}
 }
 
@@ -200,6 +232,19 @@ func (p Params) Validate() error {
 		errs = append(errs, fmt.Errorf("slowdown: must be > 0, got %v", p.Slowdown))
 	}
 	rate("eos_min_ratio", p.EOSMinRatio)
+	rate("tool_call_rate", p.ToolCallRate)
+	rate("reasoning_share", p.ReasoningShare)
+	rate("spec_accept_prob", p.SpecAcceptProb)
+	nonneg("kv_offload_load_us", p.KVOffloadLoadUS)
+	if p.SpecDraftTokens < 0 {
+		errs = append(errs, fmt.Errorf("spec_draft_tokens: must be >= 0, got %d", p.SpecDraftTokens))
+	}
+	if p.KVOffloadBlocks < 0 {
+		errs = append(errs, fmt.Errorf("kv_offload_blocks: must be >= 0, got %d", p.KVOffloadBlocks))
+	}
+	if p.ToolCallArgTokens < 0 {
+		errs = append(errs, fmt.Errorf("tool_call_arg_tokens: must be >= 0, got %d", p.ToolCallArgTokens))
+	}
 	for name, v := range map[string]float64{
 		"fault_rate_429": p.FaultRate429, "fault_rate_500": p.FaultRate500,
 		"fault_rate_503": p.FaultRate503, "fault_abort_rate": p.FaultAbortRate,

@@ -17,6 +17,8 @@ type seq struct {
 	stopAt    string // finish reason when it stops: "length" or "stop"
 	gen       *tokenStream
 	pooling   bool // prefill only (embeddings, rerank): done when the prompt is computed
+	reasoning int  // how many of its first output tokens are reasoning
+	toolCall  bool // it answers with a tool call
 
 	numComputed int
 	blocks      []int

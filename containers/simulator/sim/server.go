@@ -161,6 +161,7 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("POST /v1/completions", s.handleCompletions)
 	m.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	m.HandleFunc("POST /v1/responses", s.handleResponses)
 	m.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
 	m.HandleFunc("POST /rerank", s.handleRerank)
 	m.HandleFunc("POST /v1/rerank", s.handleRerank)

@@ -27,6 +27,14 @@ type Step struct {
 	Preempted int `json:"preempted"`
 	// KVUsage is the fraction of KV blocks in use once the step is planned.
 	KVUsage float64 `json:"kv_usage"`
+	// DraftTokens are the draft tokens the step verified and
+	// AcceptedTokens those it accepted (speculative decoding); absent
+	// without it.
+	DraftTokens    int `json:"draft_tokens,omitempty"`
+	AcceptedTokens int `json:"accepted_tokens,omitempty"`
+	// LoadedBlocks are the KV blocks the step loaded back from the offload
+	// tier; absent when none.
+	LoadedBlocks int `json:"loaded_blocks,omitempty"`
 }
 
 // stepLogSize is how many recent steps the engine remembers.
@@ -45,6 +53,19 @@ func (l *stepLog) add(s Step) {
 		l.ring[l.next] = s
 	}
 	l.next = (l.next + 1) % stepLogSize
+}
+
+// setLastAccepted records the accepted draft tokens of the latest step,
+// known only once it has run.
+func (l *stepLog) setLastAccepted(n int) {
+	if len(l.ring) == 0 {
+		return
+	}
+	i := (l.next - 1 + len(l.ring)) % len(l.ring)
+	if len(l.ring) < stepLogSize {
+		i = len(l.ring) - 1
+	}
+	l.ring[i].AcceptedTokens = n
 }
 
 // last returns up to n of the most recent steps, oldest first.
@@ -68,7 +89,9 @@ func (e *engine) describe(start time.Time, plan []stepPlan, preempted int) Step 
 		StartMS: float64(start.Sub(e.started)) / 1e6,
 		Seqs:    len(plan), Waiting: len(e.waiting), Preempted: preempted, KVUsage: e.kv.usage(),
 	}
+	st.LoadedBlocks, e.loaded = e.loaded, 0
 	for _, ps := range plan {
+		st.DraftTokens += ps.draft
 		st.ContextTokens += ps.s.numComputed
 		if ps.decoding() {
 			st.DecodeSeqs++

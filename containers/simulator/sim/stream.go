@@ -28,6 +28,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, kids []*
 		}
 	}
 	chunks, total := 0, 0
+	roleSent := false
 	for left := len(kids); left > 0; {
 		if !s.wait(r, kids) {
 			return
@@ -69,23 +70,37 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, kids []*
 				if finished {
 					finish = reason
 				}
-				if j.chat && chunks == 0 {
+				if j.chat && !roleSent {
+					roleSent = true
 					for k := range kids {
 						writeEvent(w, s.chatRoleChunk(j, k))
 					}
 				}
+				from := o.sent
 				o.sent += len(ids)
 				total += len(ids)
-				if chunks == j.fault.malformedAfter {
-					w.Write([]byte("data: {\"id\":\"" + j.id + "\",\"object\":\n\n"))
-				} else {
-					w.Write(o.cw.chunk(s.vocab.text(ids), o.logprobs(j, s.vocab, ids), finish, o.sent))
+				var event []byte
+				switch c := &j.choices[i]; {
+				case chunks == j.fault.malformedAfter:
+					event = []byte("data: {\"id\":\"" + j.id + "\",\"object\":\n\n")
+				case j.chat && c.rich():
+					event = s.richChunk(j, i, c, from, ids, finish, o.sent)
+				default:
+					event = o.cw.chunk(s.vocab.text(ids), o.logprobs(j, s.vocab, ids), finish, o.sent)
+				}
+				if event != nil {
+					w.Write(event)
 				}
 				if fl != nil {
 					fl.Flush()
 				}
-				sq.recordChunk(len(ids))
-				chunks++
+				if event == nil {
+					o.held += len(ids)
+				} else {
+					sq.recordChunk(o.held + len(ids))
+					o.held = 0
+					chunks++
+				}
 			}
 			if finished {
 				o.done = true
@@ -114,6 +129,7 @@ type choiceOut struct {
 	sent   int             // tokens sent
 	offset int             // characters of text sent (completions' text_offset)
 	lpJSON []byte          // the last chunk's logprobs JSON, its buffer reused
+	held   int             // tokens that went out in no chunk yet (a tool call's name in progress)
 	done   bool
 }
 
@@ -302,8 +318,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, j *job, kids []
 	if j.chat {
 		choices := make([]chatResponseChoice, len(kids))
 		for i, out := range outs {
-			choices[i] = chatResponseChoice{Index: i, FinishReason: reasons[i],
-				Message: chatMessage{Role: "assistant", Content: s.vocab.text(out), ToolCalls: []any{}}}
+			choices[i] = chatResponseChoice{Index: i, FinishReason: reasons[i], Message: s.chatMessageOf(&j.choices[i], out)}
+			if reasons[i] == "stop" && j.choices[i].tool != nil {
+				choices[i].FinishReason = "tool_calls"
+			}
 			if j.logprobs {
 				choices[i].Logprobs = s.vocab.chatLogprobsOf(newLogprobSampler(s.vocab, j.choices[i].seed, j.greedy), out, j.topK)
 			}

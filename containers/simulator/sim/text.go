@@ -96,13 +96,40 @@ func (v *vocab) text(ids []int) string {
 type tokenStream struct {
 	v   *vocab
 	rng *rand.Rand
+	// script, when set, is given out in order from the at-th token on (a
+	// tool call after the reasoning); n counts the tokens given out.
+	script []int
+	at, n  int
+	seed   uint64     // the choice's seed
+	spec   *rand.Rand // draws draft acceptance, made on first use
 }
 
 func (v *vocab) stream(seed uint64) *tokenStream {
-	return &tokenStream{v: v, rng: rand.New(rand.NewPCG(seed, 0x70c3e5))}
+	return &tokenStream{v: v, rng: rand.New(rand.NewPCG(seed, 0x70c3e5)), seed: seed}
 }
 
-func (t *tokenStream) next() int { return t.v.ids[t.rng.IntN(len(t.v.ids))] }
+func (t *tokenStream) next() int {
+	i := t.n - t.at
+	t.n++
+	if t.script != nil && i >= 0 && i < len(t.script) {
+		return t.script[i]
+	}
+	return t.v.ids[t.rng.IntN(len(t.v.ids))]
+}
+
+// accept draws how many of k draft tokens are accepted: each with
+// probability p once those before it were. The draws have their own seeded
+// stream, so speculation does not change the text.
+func (t *tokenStream) accept(k int, p float64) int {
+	if t.spec == nil {
+		t.spec = rand.New(rand.NewPCG(t.seed, 0x5bec))
+	}
+	a := 0
+	for a < k && t.spec.Float64() < p {
+		a++
+	}
+	return a
+}
 
 // seedOf mixes the server seed with a request's own seed or id.
 func seedOf(serverSeed int64, key string) uint64 {

@@ -30,6 +30,12 @@ type truthData struct {
 	Preemptions int
 	// CachedTokens is the prompt prefix found in the prefix cache.
 	CachedTokens int
+	// OffloadTokens is the part of CachedTokens loaded back from the
+	// offload tier.
+	OffloadTokens int
+	// SpecAccepted holds, per speculative decoding step, the draft tokens
+	// accepted.
+	SpecAccepted []int
 }
 
 // A Truth is the ground truth of one request, as GET /debug/requests/{id}
@@ -53,6 +59,19 @@ type Truth struct {
 	OutputTokens int `json:"output_tokens"`
 	// CachedTokens is the prompt prefix served by the prefix cache.
 	CachedTokens int `json:"cached_tokens"`
+	// ReasoningTokens counts the output tokens streamed as reasoning
+	// (reasoning_share); absent when none.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// ToolCalls counts the choices answered with a tool call; absent when
+	// none.
+	ToolCalls int `json:"tool_calls,omitempty"`
+	// OffloadTokens is the part of CachedTokens loaded back from the KV
+	// offload tier; absent when none.
+	OffloadTokens int `json:"offload_tokens,omitempty"`
+	// SpecAccepted holds, for each speculative decoding step of the
+	// request, how many draft tokens it accepted (the step's chunk carried
+	// that many plus one); absent without speculation.
+	SpecAccepted []int `json:"spec_accepted,omitempty"`
 	// Preemptions counts the times the request was preempted.
 	Preemptions int `json:"preemptions"`
 	// FinishReason is "length", "stop", "abort" or "" while running.
@@ -137,6 +156,11 @@ func (t *truthStore) get(id string) (Truth, bool) {
 	if len(r.more) > 0 {
 		out.N = 1 + len(r.more)
 	}
+	out.ReasoningTokens, out.ToolCalls = r.answerKinds()
+	out.OffloadTokens = td.OffloadTokens
+	if len(td.SpecAccepted) > 0 {
+		out.SpecAccepted = td.SpecAccepted
+	}
 	if !r.received.IsZero() {
 		intake := ms(max(0, r.wall.Sub(r.received)))
 		out.IntakeMS = &intake
@@ -160,6 +184,20 @@ func (t *truthStore) get(id string) (Truth, bool) {
 	return out, true
 }
 
+// answerKinds counts the reasoning tokens generated so far and the
+// choices that answer with a tool call.
+func (r *seqRecord) answerKinds() (reasoning, toolCalls int) {
+	for _, s := range append([]*seq{r.s}, r.more...) {
+		s.mu.Lock()
+		reasoning += min(s.reasoning, len(s.truth.TokenTimes))
+		s.mu.Unlock()
+		if s.toolCall {
+			toolCalls++
+		}
+	}
+	return reasoning, toolCalls
+}
+
 // snapshot copies the record's ground truth and finish reason ("" while
 // running). A request with n > 1 choices is their union, since a client
 // sees their chunks interleaved in one stream: token and chunk times of all
@@ -180,6 +218,8 @@ func (r *seqRecord) snapshot() (td truthData, finish string) {
 		td.ChunkTokens = append(td.ChunkTokens, t.ChunkTokens...)
 		td.Preemptions += t.Preemptions
 		td.CachedTokens += t.CachedTokens
+		td.OffloadTokens += t.OffloadTokens
+		td.SpecAccepted = append(td.SpecAccepted, t.SpecAccepted...)
 		switch {
 		case !s.finished:
 			finished = false
@@ -218,7 +258,7 @@ func (s *Server) Truth(id string) (Truth, bool) {
 	if t, ok := s.truth.get(id); ok {
 		return t, true
 	}
-	for _, p := range []string{"cmpl-", "chatcmpl-", "embd-", "rerank-"} {
+	for _, p := range []string{"cmpl-", "chatcmpl-", "embd-", "rerank-", "resp_"} {
 		if rest, ok := strings.CutPrefix(id, p); ok {
 			return s.truth.get(rest)
 		}

@@ -91,10 +91,42 @@ type chatChunkChoice struct {
 	TokenIDs json.RawMessage `json:"token_ids,omitempty"`
 }
 
+// chatDelta is vLLM's DeltaMessage dumped with exclude_unset: its model
+// validator always sets reasoning_content (a copy of reasoning, null when
+// there is none), the other fields appear when set.
 type chatDelta struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent *any    `json:"reasoning_content"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	Reasoning        *string         `json:"reasoning,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	ToolCalls        []deltaToolCall `json:"tool_calls,omitempty"`
+}
+
+// deltaToolCall is vLLM's DeltaToolCall as its tool parsers stream it: the
+// first delta of a call has id, type and the function's name, the later
+// ones the index and a fragment of the arguments.
+type deltaToolCall struct {
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Index    int           `json:"index"`
+	Function deltaFunction `json:"function"`
+}
+
+type deltaFunction struct {
+	Name      string  `json:"name,omitempty"`
+	Arguments *string `json:"arguments,omitempty"`
+}
+
+// toolCallOut is vLLM's ToolCall in a non-streamed message.
+type toolCallOut struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 var jsonNull = json.RawMessage("null")
@@ -148,15 +180,15 @@ type chatResponseChoice struct {
 }
 
 type chatMessage struct {
-	Role             string `json:"role"`
-	Content          string `json:"content"`
-	Refusal          *any   `json:"refusal"`
-	Annotations      *any   `json:"annotations"`
-	Audio            *any   `json:"audio"`
-	FunctionCall     *any   `json:"function_call"`
-	ToolCalls        []any  `json:"tool_calls"`
-	Reasoning        *any   `json:"reasoning"`
-	ReasoningContent *any   `json:"reasoning_content"`
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	Refusal          *any          `json:"refusal"`
+	Annotations      *any          `json:"annotations"`
+	Audio            *any          `json:"audio"`
+	FunctionCall     *any          `json:"function_call"`
+	ToolCalls        []toolCallOut `json:"tool_calls"`
+	Reasoning        *string       `json:"reasoning"`
+	ReasoningContent *string       `json:"reasoning_content"`
 }
 
 // errorResponse is vLLM's ErrorResponse, on 4xx/5xx and inside a stream.
