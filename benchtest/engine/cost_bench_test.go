@@ -24,8 +24,8 @@ import (
 // clients. cpu-ns/chunk is the whole run's CPU (requests, HTTP, SSE
 // parsing, records) over its chunks; net-cpu-ns/chunk subtracts the CPU
 // of the same requests with one output token, leaving what each further
-// chunk costs. Tokenizer and dataset are not in either (see
-// benchtest.BenchmarkPrepare for start-up).
+// chunk costs. Tokenizer and dataset are not in either (tools/peers
+// measures start-up, whole process, against the Rust and Python clients).
 //
 // Each iteration also runs BenchmarkChunkFloor's minimal reader on the
 // same streams, interleaved, and reports floor-net-cpu-ns/chunk and

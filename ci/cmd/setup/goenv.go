@@ -42,14 +42,15 @@ func goEnvFileValue(ctx context.Context, key string) (string, error) {
 // linkFlag is the linker flag that adds dir to the library search path.
 func linkFlag(dir string) string { return "-L" + dir }
 
-// addLinkFlags adds -L<directory of lib> to CGO_LDFLAGS in the go env file
-// and prints the change. It removes any -L into another version's cache
-// directory: the linker takes the first libtokenizers.a on its path, so an
-// older one left in front would fail every link (the binding's version
-// check) or, for a release that kept its version symbol, link the wrong
-// code. It fails when the process environment sets a CGO_LDFLAGS without
-// that directory: the environment wins over the file, so go test would
-// still not link.
+// addLinkFlags puts -L<directory of lib> in CGO_LDFLAGS in the go env file,
+// before any other -L, and prints the change. The linker takes the first
+// libtokenizers.a on its path, so a directory that holds another version
+// (an older set-up, a library of the user's own) must not come first: the
+// binding's version check would fail every link or, for a release that kept
+// its version symbol, the wrong code would be linked. -L into another
+// version's cache directory is dropped altogether. It fails when the
+// process environment sets a CGO_LDFLAGS without that directory: the
+// environment wins over the file, so go test would still not link.
 func addLinkFlags(ctx context.Context, lib string, w io.Writer) error {
 	dir := filepath.Dir(lib)
 	flag := linkFlag(dir)
@@ -59,18 +60,20 @@ func addLinkFlags(ctx context.Context, lib string, w io.Writer) error {
 	}
 	fields := splitFlags(old)
 	others := linkPrefix(filepath.Dir(dir))
-	kept := slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f != flag && strings.HasPrefix(f, others) })
+	kept := slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == flag || strings.HasPrefix(f, others) })
 	for _, f := range fields {
-		if !slices.Contains(kept, f) {
+		if f != flag && strings.HasPrefix(f, others) {
 			fmt.Fprintf(w, "setup: dropping %s from CGO_LDFLAGS: another libtokenizers version; one go env links one version\n", f)
 		}
 	}
-	if len(kept) == len(fields) && slices.Contains(fields, flag) {
-		fmt.Fprintf(w, "setup: go env CGO_LDFLAGS already has %s; nothing changed\n", flag)
+	at := slices.IndexFunc(kept, func(f string) bool { return strings.HasPrefix(f, "-L") })
+	if at < 0 {
+		at = len(kept)
+	}
+	kept = slices.Insert(kept, at, flag)
+	if slices.Equal(kept, fields) {
+		fmt.Fprintf(w, "setup: go env CGO_LDFLAGS already has %s first; nothing changed\n", flag)
 	} else {
-		if !slices.Contains(kept, flag) {
-			kept = append(kept, flag)
-		}
 		value := joinFlags(kept)
 		if _, err := goCmd(ctx, nil, "env", "-w", "CGO_LDFLAGS="+value); err != nil {
 			return fmt.Errorf("%w\nset it in your shell instead: export CGO_LDFLAGS=%q", err, value)

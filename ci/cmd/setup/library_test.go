@@ -98,7 +98,18 @@ func TestRunDropsOtherVersionFlag(t *testing.T) {
 	data, err := os.ReadFile(goenv)
 	require.NoError(t, err)
 	newFlag := "-L" + filepath.Join(cache, "libtokenizers", pinnedVersion)
-	assert.Contains(t, string(data), "CGO_LDFLAGS=-O2 -g -L/opt/other "+newFlag+"\n")
+	assert.Contains(t, string(data), "CGO_LDFLAGS=-O2 -g "+newFlag+" -L/opt/other\n")
+
+	// Our flag after another directory (a library elsewhere) moves first.
+	require.NoError(t, os.WriteFile(goenv, []byte("CGO_LDFLAGS=-O2 -L/opt/other "+newFlag+"\n"), 0o644))
+	code, out = runSetup(t)
+	require.Equal(t, 0, code, out)
+	data, err = os.ReadFile(goenv)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "CGO_LDFLAGS=-O2 "+newFlag+" -L/opt/other\n")
+	code, out = runSetup(t)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "nothing changed")
 }
 
 // TestInterruptedBuild: a set-up stopped during the cargo build (Ctrl-C)

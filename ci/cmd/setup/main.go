@@ -18,9 +18,10 @@
 //     symbol the binding's source links against
 //     (tokenizers_version_1_23_0 for v1.24.0); it enters the cache by an
 //     atomic rename, so an interrupted set-up leaves nothing trusted;
-//  2. adds -L<that directory> to CGO_LDFLAGS with `go env -w`, keeping what
-//     was there but dropping -L into another version's cache directory, so
-//     every go command of this user finds this library and no older one.
+//  2. adds -L<that directory> to CGO_LDFLAGS with `go env -w`, before any
+//     other -L, keeping what was there but dropping -L into another
+//     version's cache directory, so every go command of this user finds
+//     this library and no older one.
 //
 // It prints what it changed. The command is pure Go with no cgo (it must not
 // import the tokenizer package): it runs before the library exists.

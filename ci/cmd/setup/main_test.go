@@ -178,7 +178,7 @@ func TestRunPrebuiltAndUndo(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "libtokenizers.a"))
 	data, err := os.ReadFile(goenv)
 	require.NoError(t, err)
-	assert.Contains(t, string(data), "CGO_LDFLAGS=-O2 -g -L/opt/other -L"+dir+"\n")
+	assert.Contains(t, string(data), "CGO_LDFLAGS=-O2 -g -L"+dir+" -L/opt/other\n", "ours first: the linker takes the first libtokenizers.a")
 	assert.Contains(t, out, "changed go env CGO_LDFLAGS")
 
 	code, out = runSetup(t)
