@@ -7,7 +7,7 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/containerd/errdefs v1.0.0
-	github.com/daulet/tokenizers v1.22.1
+	github.com/daulet/tokenizers v1.24.0
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/prometheus/client_model v0.6.3

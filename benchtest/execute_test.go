@@ -101,3 +101,31 @@ slo: {bounds: ["p99_ttft_ms <= 1000", "mean_tpot_ms <= 100"]}
 	}
 	assert.NotEmpty(t, o.BenchMetrics(), "fail-ratio and the harness health remain")
 }
+
+// TestPrepareReusesDatasets: a scenario planned again in one process (as
+// go test -count runs it) gets its samples from memory; a changed seed
+// builds new ones.
+func TestPrepareReusesDatasets(t *testing.T) {
+	sc := parse(t, `
+name: reuse
+target: {kind: inproc, profile: instant}
+dataset: {name: random, num_prompts: 6, input_len: 24, output_len: 4, seed: 911}
+`)
+	ctx := context.Background()
+	loads := preparedDatasets.Loads()
+	first := NewPlan(sc)
+	require.NoError(t, first.Prepare(ctx))
+	require.Equal(t, loads+1, preparedDatasets.Loads())
+	for range 3 {
+		again := NewPlan(sc)
+		require.NoError(t, again.Prepare(ctx))
+		assert.Equal(t, first.Samples(), again.Samples())
+	}
+	assert.Equal(t, loads+1, preparedDatasets.Loads(), "the same scenario is not loaded again")
+
+	other := NewPlan(sc)
+	other.Dataset.Seed++
+	require.NoError(t, other.Prepare(ctx))
+	assert.Equal(t, loads+2, preparedDatasets.Loads())
+	assert.NotEqual(t, first.Samples(), other.Samples())
+}

@@ -202,10 +202,20 @@ func warmConnections(on bool) int {
 	return 0
 }
 
+// preparedDatasets holds the samples of the process's recent plans (at
+// most dataset.DefaultCacheBytes of text), so that running a scenario
+// again in one process (go test -count 10, Run then Bench, a paired run)
+// does not build and tokenize its prompts again. A capacity search's steps
+// each draw a seed of their own, on purpose, so they are new prompts;
+// repeating the search does not repeat its seeds either.
+var preparedDatasets dataset.Cache
+
 // Prepare loads the tokenizer and the dataset, once: Execute calls it, and
 // `servegate bench` calls it before starting a target so that a bad
 // dataset fails before any container starts. A prepared Plan keeps its
-// samples, so repeated runs send the same requests.
+// samples, so repeated runs send the same requests; another Plan with the
+// same dataset, tokenizer and file contents gets the same samples from
+// memory (see dataset.Cache for the key).
 func (p *Plan) Prepare(ctx context.Context) error {
 	if p.samples != nil || p.convs != nil {
 		return nil
@@ -217,7 +227,7 @@ func (p *Plan) Prepare(ctx context.Context) error {
 	if p.Sessions != nil {
 		return p.prepareSessions(ctx, tok)
 	}
-	samples, err := dataset.Load(ctx, p.Dataset, tok)
+	samples, err := preparedDatasets.Load(ctx, p.Dataset, tok)
 	if err != nil {
 		if p.Name != "" {
 			return fmt.Errorf("scenario %s: %w", p.Name, err)

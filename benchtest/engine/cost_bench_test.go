@@ -24,20 +24,23 @@ import (
 // clients. cpu-ns/chunk is the whole run's CPU (requests, HTTP, SSE
 // parsing, records) over its chunks; net-cpu-ns/chunk subtracts the CPU
 // of the same requests with one output token, leaving what each further
-// chunk costs. Tokenizer and dataset are not in either (see
-// benchtest.BenchmarkPrepare for start-up). The goal of issue 18 is a net
-// cost of half the Rust client's.
+// chunk costs. Tokenizer and dataset are not in either (tools/peers
+// measures start-up, whole process, against the Rust and Python clients).
+//
+// Each iteration also runs BenchmarkChunkFloor's minimal reader on the
+// same streams, interleaved, and reports floor-net-cpu-ns/chunk and
+// net-vs-floor, our net cost over the floor's. Issue 29's goal is
+// net-vs-floor <= 1.10.
 //
 //	go test -run '^$' -bench '^BenchmarkChunkCPU$' -benchtime 3x ./benchtest/engine
 func BenchmarkChunkCPU(b *testing.B) {
 	url := childserver.Start(b, "TestSimServer", "cpu")
-	const n, out, conc = 256, 512, 64
 	run := func(outLen int) (time.Duration, int) {
-		s := samples(n)
+		s := samples(chunkRequests)
 		for i := range s {
 			s[i].OutputLen = outLen
 		}
-		cfg := Config{BaseURL: url, Backend: "openai", Model: "servegate/sim-instant", MaxConcurrency: conc, IgnoreEOS: true}
+		cfg := Config{BaseURL: url, Backend: "openai", Model: "servegate/sim-instant", MaxConcurrency: chunkStreams, IgnoreEOS: true}
 		cpu0 := cputime.Process()
 		res, err := Run(b.Context(), cfg, s)
 		cpu := cputime.Process() - cpu0
@@ -46,18 +49,28 @@ func BenchmarkChunkCPU(b *testing.B) {
 		}
 		return cpu, countChunks(b, res, outLen)
 	}
-	var whole, short time.Duration
-	var chunks, shortChunks int
+	var whole, short, floor, floorShort time.Duration
+	var chunks, shortChunks, floorChunks, floorShortChunks int
 	for b.Loop() {
-		cpu, c := run(out)
+		cpu, c := run(chunkTokens)
 		whole += cpu
 		chunks += c
 		cpu, c = run(1)
 		short += cpu
 		shortChunks += c
+		cpu, c = floorRun(b, url, chunkTokens)
+		floor += cpu
+		floorChunks += c
+		cpu, c = floorRun(b, url, 1)
+		floorShort += cpu
+		floorShortChunks += c
 	}
+	net := float64((whole - short).Nanoseconds()) / float64(chunks-shortChunks)
+	floorNet := float64((floor - floorShort).Nanoseconds()) / float64(floorChunks-floorShortChunks)
 	b.ReportMetric(float64(whole.Nanoseconds())/float64(chunks), "cpu-ns/chunk")
-	b.ReportMetric(float64((whole-short).Nanoseconds())/float64(chunks-shortChunks), "net-cpu-ns/chunk")
+	b.ReportMetric(net, "net-cpu-ns/chunk")
+	b.ReportMetric(floorNet, "floor-net-cpu-ns/chunk")
+	b.ReportMetric(net/floorNet, "net-vs-floor")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -42,21 +42,39 @@ func goEnvFileValue(ctx context.Context, key string) (string, error) {
 // linkFlag is the linker flag that adds dir to the library search path.
 func linkFlag(dir string) string { return "-L" + dir }
 
-// addLinkFlags adds -L<directory of lib> to CGO_LDFLAGS in the go env file
-// and prints the change. It fails when the process environment sets a
-// CGO_LDFLAGS without that directory: the environment wins over the file, so
-// go test would still not link.
+// addLinkFlags puts -L<directory of lib> in CGO_LDFLAGS in the go env file,
+// before any other -L, and prints the change. The linker takes the first
+// libtokenizers.a on its path, so a directory that holds another version
+// (an older set-up, a library of the user's own) must not come first: the
+// binding's version check would fail every link or, for a release that kept
+// its version symbol, the wrong code would be linked. -L into another
+// version's cache directory is dropped altogether. It fails when the
+// process environment sets a CGO_LDFLAGS without that directory: the
+// environment wins over the file, so go test would still not link.
 func addLinkFlags(ctx context.Context, lib string, w io.Writer) error {
-	flag := linkFlag(filepath.Dir(lib))
+	dir := filepath.Dir(lib)
+	flag := linkFlag(dir)
 	old, err := goEnvFileValue(ctx, "CGO_LDFLAGS")
 	if err != nil {
 		return err
 	}
 	fields := splitFlags(old)
-	if slices.Contains(fields, flag) {
-		fmt.Fprintf(w, "setup: go env CGO_LDFLAGS already has %s; nothing changed\n", flag)
+	others := linkPrefix(filepath.Dir(dir))
+	kept := slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == flag || strings.HasPrefix(f, others) })
+	for _, f := range fields {
+		if f != flag && strings.HasPrefix(f, others) {
+			fmt.Fprintf(w, "setup: dropping %s from CGO_LDFLAGS: another libtokenizers version; one go env links one version\n", f)
+		}
+	}
+	at := slices.IndexFunc(kept, func(f string) bool { return strings.HasPrefix(f, "-L") })
+	if at < 0 {
+		at = len(kept)
+	}
+	kept = slices.Insert(kept, at, flag)
+	if slices.Equal(kept, fields) {
+		fmt.Fprintf(w, "setup: go env CGO_LDFLAGS already has %s first; nothing changed\n", flag)
 	} else {
-		value := joinFlags(append(fields, flag))
+		value := joinFlags(kept)
 		if _, err := goCmd(ctx, nil, "env", "-w", "CGO_LDFLAGS="+value); err != nil {
 			return fmt.Errorf("%w\nset it in your shell instead: export CGO_LDFLAGS=%q", err, value)
 		}
@@ -70,6 +88,9 @@ func addLinkFlags(ctx context.Context, lib string, w io.Writer) error {
 	return nil
 }
 
+// linkPrefix is the start of every -L flag into a directory under root.
+func linkPrefix(root string) string { return linkFlag(root) + string(filepath.Separator) }
+
 // undoLinkFlags removes from CGO_LDFLAGS in the go env file every -L into
 // the libtokenizers cache, and unsets the variable when only the default
 // is left.
@@ -78,7 +99,7 @@ func undoLinkFlags(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prefix := linkFlag(filepath.Join(root, "libtokenizers")) + string(filepath.Separator)
+	prefix := linkPrefix(filepath.Join(root, "libtokenizers"))
 	old, err := goEnvFileValue(ctx, "CGO_LDFLAGS")
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -19,10 +20,10 @@ import (
 const tokenizersModule = "github.com/daulet/tokenizers"
 
 // pinnedVersion is the binding's version servegate requires; it is used when
-// the current directory is not in a module that requires the binding. Later
-// versions pull a git dependency that machines reaching only crates.io
-// cannot fetch.
-const pinnedVersion = "v1.22.1"
+// the current directory is not in a module that requires the binding. Its
+// Cargo.toml takes one crate from a git branch; the build swaps it for a
+// crates.io release (see patches).
+const pinnedVersion = "v1.24.0"
 
 // A module is one version of the binding and its source directory in the Go
 // module cache.
@@ -75,10 +76,25 @@ func libDir(version string) (string, error) {
 	return filepath.Join(root, "libtokenizers", version), nil
 }
 
-// versionSymbol is the symbol each libtokenizers release defines for its
-// version: tokenizers_version_1_22_1 for v1.22.1.
-func versionSymbol(version string) string {
-	return "tokenizers_version_" + strings.NewReplacer(".", "_", "-", "_").Replace(strings.TrimPrefix(version, "v"))
+// linkCheck is the line of the binding's tokenizer.go that makes the link
+// fail unless the library defines the symbol of the Rust source it was
+// built from.
+var linkCheck = regexp.MustCompile(`extern void (tokenizers_version_[0-9A-Za-z_]+)\(void\);`)
+
+// linkSymbol returns the version symbol that the binding in dir links
+// against: tokenizers_version_1_22_1 for v1.22.1. It is read from the
+// source, not derived from the Go version, because releases do not always
+// rename it (v1.24.0 keeps v1.23.0's tokenizers_version_1_23_0).
+func linkSymbol(dir string) (string, error) {
+	src, err := os.ReadFile(filepath.Join(dir, "tokenizer.go"))
+	if err != nil {
+		return "", fmt.Errorf("read the binding's link check: %w", err)
+	}
+	m := linkCheck.FindSubmatch(src)
+	if m == nil {
+		return "", fmt.Errorf("%s has no link-time version check (extern void tokenizers_version_...); this setup cannot tell which library it needs", filepath.Join(dir, "tokenizer.go"))
+	}
+	return string(m[1]), nil
 }
 
 // ensureLibrary returns the path of the cached libtokenizers.a for mod's
@@ -89,7 +105,10 @@ func ensureLibrary(ctx context.Context, mod module, prebuilt string, stdout, std
 		return "", err
 	}
 	lib := filepath.Join(dir, "libtokenizers.a")
-	sym := versionSymbol(mod.Version)
+	sym, err := linkSymbol(mod.Dir)
+	if err != nil {
+		return "", err
+	}
 	if prebuilt != "" {
 		if err := checkLibrary(prebuilt, sym); err != nil {
 			return "", fmt.Errorf("LIBTOKENIZERS=%s: %w; get the %s release of %s", prebuilt, err, mod.Version, tokenizersModule)
@@ -104,31 +123,80 @@ func ensureLibrary(ctx context.Context, mod module, prebuilt string, stdout, std
 		fmt.Fprintf(stdout, "setup: libtokenizers %s cached at %s\n", mod.Version, lib)
 		return lib, nil
 	}
-	if err := build(ctx, mod, lib, stdout, stderr); err != nil {
+	if err := build(ctx, mod, sym, lib, stdout, stderr); err != nil {
 		return "", err
-	}
-	if err := checkLibrary(lib, sym); err != nil {
-		return "", fmt.Errorf("built %s: %w", lib, err)
 	}
 	fmt.Fprintf(stdout, "setup: libtokenizers %s built, cached at %s\n", mod.Version, lib)
 	return lib, nil
 }
 
-// checkLibrary reports whether path is a library that defines sym. It looks
-// for the symbol's name in the archive's string tables (NUL-terminated in
-// ELF and Mach-O alike), reading the file in a stream.
+// checkLibrary reports whether path is a whole static library that defines
+// sym. A file that is not a complete ar archive (a copy cut short, a build
+// killed half-way) fails, and so does a library of another version.
 func checkLibrary(path, sym string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if err := checkArchive(f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return findSymbol(f, sym)
+}
+
+// arMagic starts every ar archive (GNU and BSD alike).
+const arMagic = "!<arch>\n"
+
+// checkArchive walks the member headers of an ar archive and fails unless
+// the members end exactly at the end of the file: a truncated archive has a
+// member that runs past it. It seeks over member data and reads headers only.
+func checkArchive(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	magic := make([]byte, len(arMagic))
+	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != arMagic {
+		return errors.New("not a static library (no ar archive header)")
+	}
+	off := int64(len(arMagic))
+	if off == size {
+		return errors.New("incomplete archive: no members")
+	}
+	hdr := make([]byte, 60)
+	for off < size {
+		if _, err := f.ReadAt(hdr, off); err != nil {
+			return fmt.Errorf("incomplete archive: member header at byte %d cut off (%d bytes)", off, size)
+		}
+		if string(hdr[58:60]) != "`\n" {
+			return fmt.Errorf("incomplete or damaged archive: bad member header at byte %d", off)
+		}
+		var n int64
+		if _, err := fmt.Sscan(strings.TrimSpace(string(hdr[48:58])), &n); err != nil || n < 0 {
+			return fmt.Errorf("damaged archive: bad member size at byte %d", off)
+		}
+		off += 60 + n + n%2 // members are padded to an even length
+		if off > size+1 || (off == size+1 && n%2 == 0) {
+			return fmt.Errorf("incomplete archive: a member runs past the end of the file (%d bytes)", size)
+		}
+	}
+	return nil
+}
+
+// findSymbol reports whether r holds sym's name in a string table
+// (NUL-terminated in ELF and Mach-O alike), reading it in a stream.
+func findSymbol(r io.Reader, sym string) error {
 	want := []byte(sym + "\x00")
-	r := bufio.NewReaderSize(f, 1<<20)
+	br := bufio.NewReaderSize(r, 1<<20)
 	buf := make([]byte, 0, 2<<20)
 	chunk := make([]byte, 1<<20)
 	for {
-		n, err := r.Read(chunk)
+		n, err := br.Read(chunk)
 		buf = append(buf, chunk[:n]...)
 		if bytes.Contains(buf, want) {
 			return nil
@@ -147,13 +215,14 @@ func checkLibrary(path, sym string) error {
 }
 
 // build compiles the library with cargo from a writable copy of the module
-// source (the module cache is read-only) and moves it to lib.
-func build(ctx context.Context, mod module, lib string, stdout, stderr io.Writer) error {
+// source (the module cache is read-only), patched where patches says so,
+// checks that it is whole and defines sym, and only then copies it to lib.
+func build(ctx context.Context, mod module, sym, lib string, stdout, stderr io.Writer) error {
 	cargo, err := exec.LookPath("cargo")
 	if err != nil {
-		return errors.New("cargo not found: install Rust (https://rustup.rs) or give a prebuilt library: " +
-			"download libtokenizers.<os>-<arch>.tar.gz of release " + mod.Version + " from github.com/daulet/tokenizers, " +
-			"unpack it and run with LIBTOKENIZERS=/path/to/libtokenizers.a")
+		return errors.New("cargo not found: install Rust (https://rustup.rs, then open a new shell) and run set-up again, " +
+			"or give a prebuilt library: download libtokenizers.<os>-<arch>.tar.gz of release " + mod.Version +
+			" from https://github.com/daulet/tokenizers/releases, unpack it and run set-up with LIBTOKENIZERS=/path/to/libtokenizers.a")
 	}
 	work, err := os.MkdirTemp("", "servegate-libtokenizers-")
 	if err != nil {
@@ -163,18 +232,32 @@ func build(ctx context.Context, mod module, lib string, stdout, stderr io.Writer
 	if err := copyTree(mod.Dir, work); err != nil {
 		return fmt.Errorf("build: copy %s: %w", mod.Dir, err)
 	}
+	why, err := applyPatch(work, mod.Version)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	if why != "" {
+		fmt.Fprintf(stdout, "setup: patched %s's Cargo.toml and Cargo.lock: %s\n", mod.Version, why)
+	}
 	fmt.Fprintf(stdout, "setup: building libtokenizers %s with cargo (a few minutes, once)\n", mod.Version)
 	cmd := exec.CommandContext(ctx, cargo, "build", "--release", "--locked")
 	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "CARGO_TARGET_DIR="+filepath.Join(work, "target"))
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("cargo build --release --locked in a copy of %s: %w (its output is above)", mod.Dir, err)
+		return fmt.Errorf("cargo build --release --locked in a copy of %s: %w (its output is above); "+
+			"without cargo access to crates.io, give a prebuilt library with LIBTOKENIZERS", mod.Dir, err)
 	}
-	return copyFile(filepath.Join(work, "target", "release", "libtokenizers.a"), lib)
+	built := filepath.Join(work, "target", "release", "libtokenizers.a")
+	if err := checkLibrary(built, sym); err != nil {
+		return fmt.Errorf("cargo built %s: %w", built, err)
+	}
+	return copyFile(built, lib)
 }
 
-// copyFile copies src to dst through a temporary file and a rename, so that
-// a reader never sees half a library.
+// copyFile copies src to dst through a temporary file, flushed to disk, and
+// a rename, so that a reader never sees half a library: a set-up killed
+// half-way leaves at most a *.tmp file that no later set-up reads.
 func copyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
@@ -192,6 +275,12 @@ func copyFile(src, dst string) error {
 	if _, err := io.Copy(tmp, in); err != nil {
 		tmp.Close()
 		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	// On disk before the rename, so that a crash cannot leave a library
+	// name that points at missing data.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err

@@ -6,16 +6,22 @@
 //	go run github.com/servegate/servegate/ci/cmd/setup -undo   # take the go env change back
 //
 // It finds the version of github.com/daulet/tokenizers in the current
-// module's graph (the pinned v1.22.1 outside a module), then:
+// module's graph (the pinned v1.24.0 outside a module), then:
 //
 //  1. puts libtokenizers.a for that version in the cache,
 //     ${SERVEGATE_CACHE:-<user cache dir>/servegate}/libtokenizers/<version>/:
 //     the file named by LIBTOKENIZERS when set (a prebuilt release), else the
 //     cached one, else one built with cargo from the Rust source in the Go
-//     module cache (a few minutes, once). Every library is checked for the
-//     version symbol (tokenizers_version_1_22_1) first;
-//  2. adds -L<that directory> to CGO_LDFLAGS with `go env -w`, keeping what
-//     was there, so every go command of this user finds the library.
+//     module cache (a few minutes, once; a version whose Cargo.toml takes a
+//     crate from git is patched to a crates.io release first, see patches).
+//     Every library must be a whole ar archive that defines the version
+//     symbol the binding's source links against
+//     (tokenizers_version_1_23_0 for v1.24.0); it enters the cache by an
+//     atomic rename, so an interrupted set-up leaves nothing trusted;
+//  2. adds -L<that directory> to CGO_LDFLAGS with `go env -w`, before any
+//     other -L, keeping what was there but dropping -L into another
+//     version's cache directory, so every go command of this user finds
+//     this library and no older one.
 //
 // It prints what it changed. The command is pure Go with no cgo (it must not
 // import the tokenizer package): it runs before the library exists.
