@@ -133,7 +133,7 @@ func TestAccuracyNoise(t *testing.T) {
 		require.Zero(t, res.aaError+res.detectErr, "cell %s: a comparison errored", cell)
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s → %s | %v | %d | %d/%d | %d/%d | %d/%d | %+.1f%% | %d/%d | %d/%d |",
 			accuracyModes[cell[0]], where, load0, loadAverage(), time.Since(start).Round(time.Second), *dropped,
-			res.aaFail, n, res.detect, n, res.detect5, n, 100*median(res.slowDeltas), tight.aaFail, n, tight.detect5, n))
+			res.aaFail, n, res.detect, n, res.detect5, n, 100*Median(res.slowDeltas), tight.aaFail, n, tight.detect5, n))
 		t.Logf("%s, %s: %s", accuracyModes[cell[0]], where, res)
 		if cell == "cn" {
 			strict = &res

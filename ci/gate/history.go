@@ -270,7 +270,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 		for i, c := range rep.Commits {
 			if vs := values[k][i]; len(vs) > 0 {
 				s.Commits = append(s.Commits, c)
-				s.Values = append(s.Values, median(vs))
+				s.Values = append(s.Values, Median(vs))
 				s.Low = append(s.Low, slices.Min(vs))
 				s.High = append(s.High, slices.Max(vs))
 				s.Runs = append(s.Runs, len(vs))
@@ -296,7 +296,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 			if j+1 < len(cps) {
 				hi = cps[j+1].Index
 			}
-			ch := &HistoryChange{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: median(vals[lo:cp.Index]), After: median(vals[cp.Index:hi]), P: cp.P}
+			ch := &HistoryChange{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: Median(vals[lo:cp.Index]), After: Median(vals[cp.Index:hi]), P: cp.P}
 			ch.Change = (ch.After - ch.Before) / math.Abs(ch.Before)
 			ch.Kind = changeKind(ch.Before, ch.After, better, rule.Tolerance)
 			s.Changes = append(s.Changes, ch)
@@ -379,7 +379,13 @@ func changeKind(before, after float64, better int, tol Tolerance) string {
 	return changeWithin
 }
 
-func median(v []float64) float64 {
+// Median is the median of v (the mean of the middle two when len(v) is
+// even), NaN when v is empty; v is left unsorted. The history's readers
+// (the dashboard and the exports) share it with the gate.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	n := len(s)

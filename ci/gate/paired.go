@@ -109,8 +109,8 @@ func pairUp(cmp *Comparison, c *cell) bool {
 	}
 	var p float64
 	pt.V, pt.NonZero, p = signedRank(d)
-	pt.MedianDiff = median(pt.Diffs)
-	pt.MedianRatio = math.Exp(median(logs))
+	pt.MedianDiff = Median(pt.Diffs)
+	pt.MedianRatio = math.Exp(Median(logs))
 	cmp.Paired = pt
 	cmp.P, cmp.PAdjusted = p, p
 	cmp.Delta = pt.MedianRatio - 1

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/servegate/servegate/ci/gate"
 	"github.com/servegate/servegate/ci/history"
 )
 
@@ -110,7 +111,7 @@ func BMF(p Point) map[string]map[string]Metric {
 			if out[bench] == nil {
 				out[bench] = map[string]Metric{}
 			}
-			out[bench][unit] = Metric{Value: median(vs), LowerValue: slices.Min(vs), UpperValue: slices.Max(vs)}
+			out[bench][unit] = Metric{Value: gate.Median(vs), LowerValue: slices.Min(vs), UpperValue: slices.Max(vs)}
 		}
 	}
 	return out
@@ -193,7 +194,7 @@ func WriteCSV(w io.Writer, pts []Point, benchmark string) ([]string, []string, e
 			if why != "" {
 				break
 			}
-			row = append(row, strconv.FormatFloat(median(vs), 'g', -1, 64))
+			row = append(row, strconv.FormatFloat(gate.Median(vs), 'g', -1, 64))
 		}
 		if why != "" {
 			notes = append(notes, fmt.Sprintf("commit %s %s: left out", p.Commit, why))
@@ -218,14 +219,4 @@ func scenario(bench string) string {
 		}
 	}
 	return bench
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -132,7 +131,7 @@ func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time
 	if s.Skipped == "" {
 		for j := 0; j+1 < len(bounds); j++ {
 			a, e := bounds[j], bounds[j+1]
-			level := median(s.Values[a:e])
+			level := gate.Median(s.Values[a:e])
 			fmt.Fprintf(b, `<line class="level" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, x(float64(a)), x(float64(e-1)), y(level), y(level))
 		}
 	}
@@ -244,17 +243,4 @@ func pct(f float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*f)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
 }
