@@ -1,0 +1,14 @@
+// Package twin makes and uses a calibrated twin of a real server (issue
+// #30): Calibrate fits a simulator profile (sim.Params) to the detailed
+// result files of runs against the real server, taking what the server
+// states (block size, KV blocks, batch limits) rather than fitting it;
+// Predict runs a plan against a profile in virtual time (sim.Replay),
+// with the benchmark's own arrival schedule and summary, so that a
+// prediction and a measurement are read the same way.
+//
+// It imports benchtest's lower packages (metrics, dataset, engine's
+// schedule) and containers/simulator/sim; nothing below imports it.
+//
+// Files: predict.go (virtual-time runs of a plan; branch "virtual"),
+// calibrate.go and fit.go (the fit and its report; branch "calibrate").
+package twin
