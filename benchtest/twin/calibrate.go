@@ -172,22 +172,35 @@ func promptLen(rec metricsRecord) int {
 	return rec.PromptLen
 }
 
-// prepare turns a run into replay input: each request sent at its
-// measured start (which already holds any wait for a concurrency slot),
-// in the order of the starts, with a prompt of its length whose tokens no
-// other request shares, and its measured output length.
+// prepare turns a run into replay input: each request with a prompt of
+// its length whose tokens no other request shares, and its measured
+// output length. An open-loop run's requests arrive at their measured
+// starts. A run with a concurrency limit is replayed under the same
+// limit, its requests arriving when the schedule wanted them: a request
+// that waited for a slot was sent the moment a step ended, and the
+// replay must send it at the end of its own step, not at a measured
+// instant that falls inside one.
 func prepare(r *Run, salt int) replayRun {
 	rr := replayRun{path: r.Path}
+	rr.opt.MaxConcurrency = max(r.MaxConcurrency, 0)
+	arrival := func(rec metricsRecord) time.Duration {
+		if rr.opt.MaxConcurrency > 0 {
+			return min(rec.Scheduled, rec.Start)
+		}
+		return rec.Start
+	}
 	var times [][]float64
 	recs := slices.Clone(r.Records)
-	slices.SortStableFunc(recs, func(a, b metricsRecord) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(recs, func(a, b metricsRecord) int {
+		return cmp.Or(cmp.Compare(arrival(a), arrival(b)), cmp.Compare(a.Start, b.Start))
+	})
 	for i, rec := range recs {
 		n := promptLen(rec)
 		prompt := make([]int, n)
 		for j := range prompt {
 			prompt[j] = 1 + (salt*1_000_003+i*7919+j*31)%120000
 		}
-		rr.reqs = append(rr.reqs, sim.VirtualRequest{Arrival: rec.Start, Prompt: prompt, MaxTokens: rec.OutputTokens})
+		rr.reqs = append(rr.reqs, sim.VirtualRequest{Arrival: max(arrival(rec), 0), Prompt: prompt, MaxTokens: rec.OutputTokens})
 		m := measuredOf(rec)
 		rr.meas = append(rr.meas, m)
 		times = append(times, m.chunkAt)
@@ -342,9 +355,21 @@ func Calibrate(ctx context.Context, runs []*Run, opt Options) (*Result, error) {
 		res.Inputs = append(res.Inputs, r.Path)
 		f.runs = append(f.runs, prepare(r, i))
 	}
-	fr, err := f.fit(ctx, opt.MaxEvals)
+	// Fit without jitter, measure the jitter the fit leaves, then refine
+	// the fit with it.
+	fr, err := f.fit(ctx, 2*opt.MaxEvals/3)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	j, err := f.jitter(ctx, f.params(fr.x))
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: jitter: %w", err)
+	}
+	f.base.Jitter = math.Round(j*1000) / 1000
+	if f.base.Jitter > 0 {
+		if fr, err = f.refine(ctx, fr.x, opt.MaxEvals-f.evals); err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
 	}
 	p = f.params(fr.x)
 	for _, k := range fr.atLower {
@@ -353,20 +378,21 @@ func Calibrate(ctx context.Context, runs []*Run, opt Options) (*Result, error) {
 		res.Unpinned = append(res.Unpinned, fmt.Sprintf("%s: at the search's lower bound (%g %s): the runs show no such cost; written as 0", k, knob.lo, knob.unit))
 	}
 	for _, k := range fr.flat {
-		res.Unpinned = append(res.Unpinned, fmt.Sprintf("%s: a ±25%% change moves the fit's loss by less than 1%%: the runs do not pin it down (vary the batch size, prompt or output length)", k))
+		what := k + ": a ±25% change"
+		if strings.Contains(k, " ") {
+			what = k + ": moving these together (signs as given) by ±25%"
+		}
+		res.Unpinned = append(res.Unpinned, what+" moves the fit's loss by less than 1%: the runs do not pin it down (vary the batch size, prompt or output length)")
 	}
 	res.Evals, res.Loss = fr.evals, fr.loss
-	var preds [][][]float64
 	for i := range f.runs {
 		r := &f.runs[i]
-		_, figs, pred, err := f.runLoss(ctx, r, p)
+		_, figs, _, err := f.runLoss(ctx, r, p)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
-		preds = append(preds, pred)
 		res.Runs = append(res.Runs, RunResidual{Path: r.path, Requests: len(r.meas), Measured: r.figs, Fitted: figs})
 	}
-	p.Jitter = math.Round(jitter(f.runs, preds)*1000) / 1000
 	res.Params = p
 	res.MedianErr, res.Met = goal(res.Runs)
 	if err := p.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/servegate/servegate/containers/simulator/sim"
@@ -169,17 +170,27 @@ func (f *fitter) runLoss(ctx context.Context, r *replayRun, p sim.Params) (float
 		e := logRatio(v, r.figs.values()[j])
 		loss += 4 * e * e
 	}
-	var per float64
-	n := 0
+	var per, gaps float64
+	n, ng := 0, 0
 	for i, m := range r.meas {
 		per += huber(logRatio(pred[i][0], m.chunkAt[0]), 0.3)
 		if k := len(m.chunkAt) - 1; k > 0 {
 			per += huber(logRatio((pred[i][k]-pred[i][0])/float64(k), (m.chunkAt[k]-m.chunkAt[0])/float64(k)), 0.3)
 		}
 		n++
+		// Each gap on its own: the batch and its context change from
+		// step to step, which tells the per-sequence cost from the
+		// per-context-token one.
+		for k := 1; k < len(m.chunkAt); k++ {
+			gaps += huber(logRatio(pred[i][k]-pred[i][k-1], m.chunkAt[k]-m.chunkAt[k-1]), 0.2)
+			ng++
+		}
 	}
 	if n > 0 {
 		loss += per / float64(n)
+	}
+	if ng > 0 {
+		loss += gaps / float64(ng)
 	}
 	return loss, pf, pred, nil
 }
@@ -197,6 +208,17 @@ func (f *fitter) loss(ctx context.Context, x []float64) (float64, error) {
 		total += l
 	}
 	return total, nil
+}
+
+// objective is the loss as the optimiser calls it, stopping when ctx is
+// done.
+func (f *fitter) objective(ctx context.Context) func([]float64) (float64, error) {
+	return func(x []float64) (float64, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return f.loss(ctx, x)
+	}
 }
 
 // bounds are the search's limits on the logarithms of the cost knobs.
@@ -349,8 +371,9 @@ type fitResult struct {
 	x     []float64
 	loss  float64
 	evals int
-	// flat names the knobs a ±25% change moves the loss less than 1%:
-	// the data do not pin them down.
+	// flat lists the directions (one knob, or a trade of knobs with
+	// their signs) along which a ±25% move changes the loss by less than
+	// 1%: the data do not pin them down.
 	flat []string
 	// atLower names the knobs at the search's lower bound: the data show
 	// no such cost, and the profile says 0.
@@ -362,12 +385,7 @@ type fitResult struct {
 // point once, with at most maxEvals loss evaluations in all.
 func (f *fitter) fit(ctx context.Context, maxEvals int) (fitResult, error) {
 	lo, hi := bounds()
-	obj := func(x []float64) (float64, error) {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		return f.loss(ctx, x)
-	}
+	obj := f.objective(ctx)
 	step := []float64{1, 1, 1.5, 2}
 	x0 := f.start()
 	x1 := slices.Clone(x0)
@@ -391,55 +409,244 @@ func (f *fitter) fit(ctx context.Context, maxEvals int) (fitResult, error) {
 	if v < bestF {
 		best, bestF = x, v
 	}
+	return f.analyse(ctx, best, bestF)
+}
+
+// refine searches again from x with small steps, for at most maxEvals
+// more replays: after the jitter is known, so that the replays queue as
+// a noisy server does (a deterministic one queues less at high load).
+func (f *fitter) refine(ctx context.Context, x []float64, maxEvals int) (fitResult, error) {
+	lo, hi := bounds()
+	obj := f.objective(ctx)
+	// The loss moved with the jitter: x's value is recomputed.
+	v0, err := obj(x)
+	if err != nil {
+		return fitResult{}, err
+	}
+	y, v, err := nelderMead(obj, x, []float64{0.1, 0.1, 0.2, 0.3}, lo, hi, max(maxEvals, 10))
+	if err != nil {
+		return fitResult{}, err
+	}
+	if v > v0 {
+		y, v = x, v0
+	}
+	return f.analyse(ctx, y, v)
+}
+
+// analyse says which knobs of the fit at best (loss bestF) the data do
+// not pin down: at the lower bound, or flat (±25% moves the loss less
+// than 1%).
+func (f *fitter) analyse(ctx context.Context, best []float64, bestF float64) (fitResult, error) {
+	lo, _ := bounds()
+	obj := f.objective(ctx)
 	out := fitResult{x: best, loss: bestF}
+	var free []int // knobs off their bound
 	for i, k := range costKnobs {
 		if best[i] <= lo[i]+math.Log(1.5) {
 			out.atLower = append(out.atLower, k.key)
 			continue
 		}
-		rise := math.Inf(1)
-		for _, d := range []float64{math.Log(1.25), -math.Log(1.25)} {
-			y := slices.Clone(best)
-			y[i] += d
-			l, err := obj(y)
-			if err != nil {
-				return fitResult{}, err
+		free = append(free, i)
+	}
+	// The loss's curvature over the free knobs (central differences of a
+	// ±25% step): a direction along which it hardly rises is one the data
+	// do not pin down, an axis (one knob) or a trade between knobs.
+	h := math.Log(1.25)
+	at := func(d map[int]float64) (float64, error) {
+		y := slices.Clone(best)
+		for i, v := range d {
+			y[i] += v
+		}
+		return obj(y)
+	}
+	n := len(free)
+	hess := make([][]float64, n)
+	for a := range hess {
+		hess[a] = make([]float64, n)
+	}
+	for a, i := range free {
+		up, err := at(map[int]float64{i: h})
+		if err != nil {
+			return fitResult{}, err
+		}
+		down, err := at(map[int]float64{i: -h})
+		if err != nil {
+			return fitResult{}, err
+		}
+		hess[a][a] = (up + down - 2*bestF) / (h * h)
+		for b := a + 1; b < n; b++ {
+			j := free[b]
+			var c [4]float64
+			for k, sg := range [4][2]float64{{1, 1}, {1, -1}, {-1, 1}, {-1, -1}} {
+				if c[k], err = at(map[int]float64{i: sg[0] * h, j: sg[1] * h}); err != nil {
+					return fitResult{}, err
+				}
 			}
-			rise = math.Min(rise, l-bestF)
+			hess[a][b] = (c[0] - c[1] - c[2] + c[3]) / (4 * h * h)
+			hess[b][a] = hess[a][b]
 		}
-		if rise < 0.01*bestF+1e-6 {
-			out.flat = append(out.flat, k.key)
+	}
+	vals, vecs := eigenSym(hess)
+	for e, lambda := range vals {
+		if lambda*h*h/2 >= 0.01*bestF+1e-6 {
+			continue
 		}
+		var names []string
+		for a, i := range free {
+			if math.Abs(vecs[a][e]) > 0.3 {
+				sign := "+"
+				if vecs[a][e]*vecs[argmaxAbs(vecs, e)][e] < 0 {
+					sign = "−"
+				}
+				names = append(names, sign+costKnobs[i].key)
+			}
+		}
+		if len(names) == 1 {
+			names[0] = names[0][1:]
+		}
+		out.flat = append(out.flat, strings.Join(names, " "))
 	}
 	out.evals = f.evals
 	return out, nil
 }
 
-// jitter is the spread of the measured ITLs that the fitted replay does
-// not explain: the robust standard deviation (1.4826 × the median
-// absolute deviation) of the log ratio of each measured gap to the
-// replay's, capped at the knob's maximum of 1. It includes the client's
-// timing noise and whatever the model gets wrong.
-func jitter(runs []replayRun, preds [][][]float64) float64 {
-	var r []float64
-	for i, run := range runs {
-		for j, m := range run.meas {
-			p := preds[i][j]
-			for k := 1; k < len(m.chunkAt); k++ {
-				mg, pg := m.chunkAt[k]-m.chunkAt[k-1], p[k]-p[k-1]
-				if mg > 0 && pg > 0 {
-					r = append(r, math.Log(mg/pg))
+// argmaxAbs is the row of column e of m with the largest magnitude.
+func argmaxAbs(m [][]float64, e int) int {
+	best := 0
+	for r := range m {
+		if math.Abs(m[r][e]) > math.Abs(m[best][e]) {
+			best = r
+		}
+	}
+	return best
+}
+
+// eigenSym returns the eigenvalues of the symmetric matrix a and the
+// eigenvectors as the columns of a matrix (Jacobi rotations; a is small).
+func eigenSym(a [][]float64) ([]float64, [][]float64) {
+	n := len(a)
+	m := make([][]float64, n)
+	v := make([][]float64, n)
+	for i := range m {
+		m[i] = slices.Clone(a[i])
+		v[i] = make([]float64, n)
+		v[i][i] = 1
+	}
+	for range 100 {
+		off := 0.0
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				off += m[i][j] * m[i][j]
+			}
+		}
+		if off < 1e-20 {
+			break
+		}
+		for p := range n {
+			for q := p + 1; q < n; q++ {
+				if m[p][q] == 0 {
+					continue
+				}
+				theta := (m[q][q] - m[p][p]) / (2 * m[p][q])
+				t := math.Copysign(1, theta) / (math.Abs(theta) + math.Sqrt(theta*theta+1))
+				c := 1 / math.Sqrt(t*t+1)
+				sn := t * c
+				for k := range n { // columns p and q
+					mkp, mkq := m[k][p], m[k][q]
+					m[k][p], m[k][q] = c*mkp-sn*mkq, sn*mkp+c*mkq
+				}
+				for k := range n { // rows p and q
+					mpk, mqk := m[p][k], m[q][k]
+					m[p][k], m[q][k] = c*mpk-sn*mqk, sn*mpk+c*mqk
+				}
+				for k := range n {
+					vkp, vkq := v[k][p], v[k][q]
+					v[k][p], v[k][q] = c*vkp-sn*vkq, sn*vkp+c*vkq
 				}
 			}
 		}
 	}
-	if len(r) < 2 {
+	vals := make([]float64, n)
+	for i := range n {
+		vals[i] = m[i][i]
+	}
+	return vals, v
+}
+
+// jitter is the spread of the measured ITLs that the fitted replay does
+// not explain, as a step's relative standard deviation, capped at the
+// knob's maximum of 1. It includes the client's timing noise.
+//
+// Consecutive gaps of a request mostly come from steps of the same batch,
+// so the log ratio of one gap to the one before is the steps' noise, but
+// for the steps where the batch changed. jitter finds the knob's value
+// whose replay gives that ratio the robust spread the measurement has
+// (bisection: the spread grows with the knob), so that the batch changes
+// count the same on both sides.
+func (f *fitter) jitter(ctx context.Context, p sim.Params) (float64, error) {
+	var meas []float64
+	for _, run := range f.runs {
+		for _, m := range run.meas {
+			meas = appendSteps(meas, m.chunkAt)
+		}
+	}
+	want := robustSD(meas)
+	spread := func(j float64) (float64, error) {
+		q := p
+		q.Jitter = j
+		var v []float64
+		for i := range f.runs {
+			_, _, pred, err := f.runLoss(ctx, &f.runs[i], q)
+			if err != nil {
+				return 0, err
+			}
+			for _, t := range pred {
+				v = appendSteps(v, t)
+			}
+		}
+		return robustSD(v), nil
+	}
+	lo, hi := 0.0, 0.5
+	if s, err := spread(lo); err != nil || s >= want {
+		return 0, err
+	}
+	for range 10 {
+		mid := (lo + hi) / 2
+		s, err := spread(mid)
+		if err != nil {
+			return 0, err
+		}
+		if s < want {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2, nil
+}
+
+// appendSteps appends the log ratio of each gap between chunk times t to
+// the gap before it.
+func appendSteps(out, t []float64) []float64 {
+	for k := 2; k < len(t); k++ {
+		a, b := t[k-1]-t[k-2], t[k]-t[k-1]
+		if a > 0 && b > 0 {
+			out = append(out, math.Log(b/a))
+		}
+	}
+	return out
+}
+
+// robustSD is 1.4826 times the median absolute deviation: a normal
+// sample's standard deviation, untouched by a minority of outliers.
+func robustSD(v []float64) float64 {
+	if len(v) < 2 {
 		return 0
 	}
-	med := percentile(r, 50)
-	dev := make([]float64, len(r))
-	for i, v := range r {
-		dev[i] = math.Abs(v - med)
+	med := percentile(v, 50)
+	dev := make([]float64, len(v))
+	for i, x := range v {
+		dev[i] = math.Abs(x - med)
 	}
-	return math.Min(1, 1.4826*percentile(dev, 50))
+	return 1.4826 * percentile(dev, 50)
 }

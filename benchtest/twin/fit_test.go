@@ -149,3 +149,20 @@ func TestPercentile(t *testing.T) {
 	assert.InDelta(t, 4.6, percentile(v, 90), 1e-12)
 	assert.Equal(t, 0.0, percentile(nil, 50))
 }
+
+// TestEigenSym: the curvature analysis's eigen-decomposition.
+func TestEigenSym(t *testing.T) {
+	vals, vecs := eigenSym([][]float64{{2, 1, 0}, {1, 2, 0}, {0, 0, 5}})
+	byVal := map[int]int{}
+	for e, v := range vals {
+		byVal[int(math.Round(v))] = e
+	}
+	require.Len(t, byVal, 3, "%v", vals)
+	for _, want := range []int{1, 3, 5} {
+		assert.Contains(t, byVal, want, "%v", vals)
+	}
+	e := byVal[1] // (1, -1, 0)/√2: the trade between the first two
+	assert.InDelta(t, 0, vecs[0][e]+vecs[1][e], 1e-9)
+	assert.InDelta(t, 1/math.Sqrt2, math.Abs(vecs[0][e]), 1e-9)
+	assert.InDelta(t, 0, vecs[2][e], 1e-9)
+}

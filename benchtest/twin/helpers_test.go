@@ -55,7 +55,7 @@ func recordsOf(reqs []sim.VirtualRequest, res []sim.VirtualResult) ([]metrics.Re
 	for i, q := range reqs {
 		r := res[i]
 		rec := metrics.Record{
-			RequestID: "req-" + strconv.Itoa(i), Scheduled: r.Sent, Dispatched: r.Sent, Free: r.Sent, Start: r.Sent,
+			RequestID: "req-" + strconv.Itoa(i), Scheduled: q.Arrival, Dispatched: q.Arrival, Free: r.Sent, Start: r.Sent,
 			PromptLen: len(q.Prompt), ServerPromptTokens: len(q.Prompt), OutputTokens: len(r.TokenTimes), Success: true,
 		}
 		if len(r.TokenTimes) > 0 {
@@ -74,17 +74,18 @@ func recordsOf(reqs []sim.VirtualRequest, res []sim.VirtualResult) ([]metrics.Re
 // resultFile is a detailed result of records with server metrics and
 // config as appended keys.
 type resultFile struct {
-	model    string
-	target   string // "" writes none
-	detailed bool
-	appendix []metrics.Field
+	model          string
+	maxConcurrency int
+	target         string // "" writes none
+	detailed       bool
+	appendix       []metrics.Field
 }
 
 // write saves the records as a result file under dir and returns its path.
 func (f resultFile) write(tb testing.TB, dir, name string, recs []metrics.Record, dur time.Duration) string {
 	tb.Helper()
 	info := metrics.RunInfo{Date: "20261202-100000", Backend: "openai-chat", ModelID: f.model, TokenizerID: f.model,
-		NumPrompts: len(recs), Extras: true, Appendix: f.appendix}
+		NumPrompts: len(recs), MaxConcurrency: f.maxConcurrency, Extras: true, Appendix: f.appendix}
 	if f.target != "" {
 		info.Metadata = [][2]string{{"target", f.target}}
 	}
