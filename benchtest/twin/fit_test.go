@@ -111,6 +111,8 @@ func TestFitThatMissesSaysSo(t *testing.T) {
 	}
 	prof := string(res.Profile(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
 	assert.True(t, strings.HasPrefix(prof, "# THIS FIT MISSED THE GOAL"), prof)
+	assert.Len(t, res.Misses(), len(FigureNames), "every figure of the run is off")
+	assert.Contains(t, prof, "# Warning: fake.json: median TTFT off by")
 	// Every knob the engine ignores is flat or at a bound: not pinned down.
 	assert.Len(t, res.Unpinned, len(costKnobs))
 }
