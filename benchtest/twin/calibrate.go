@@ -51,8 +51,12 @@ type RunResidual struct {
 	// Requests is the number of requests fitted.
 	Requests int
 	// Measured and Fitted are the figures of the run and of its replay
-	// under the fitted profile (without jitter).
+	// under the fitted profile.
 	Measured, Fitted Figures
+	// Replay says how the run was replayed: "open loop" (at its measured
+	// starts), "closed loop of N" (under its concurrency limit), or "open
+	// loop (closer than a closed loop of N)".
+	Replay string
 }
 
 // RelErr returns the relative error of each figure, (fitted - measured)
@@ -181,8 +185,19 @@ func promptLen(rec metricsRecord) int {
 // replay must send it at the end of its own step, not at a measured
 // instant that falls inside one.
 func prepare(r *Run, salt int) replayRun {
+	rr := prepareAs(r, salt, max(r.MaxConcurrency, 0))
+	if rr.opt.MaxConcurrency > 0 {
+		open := prepareAs(r, salt, 0)
+		rr.open = &open
+	}
+	return rr
+}
+
+// prepareAs is prepare under a concurrency limit (0: open loop at the
+// measured starts).
+func prepareAs(r *Run, salt, limit int) replayRun {
 	rr := replayRun{path: r.Path}
-	rr.opt.MaxConcurrency = max(r.MaxConcurrency, 0)
+	rr.opt.MaxConcurrency = limit
 	arrival := func(rec metricsRecord) time.Duration {
 		if rr.opt.MaxConcurrency > 0 {
 			return min(rec.Scheduled, rec.Start)
@@ -361,6 +376,9 @@ func Calibrate(ctx context.Context, runs []*Run, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
+	if err := f.chooseLoops(ctx, fr.x); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
 	j, err := f.jitter(ctx, f.params(fr.x))
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: jitter: %w", err)
@@ -391,7 +409,7 @@ func Calibrate(ctx context.Context, runs []*Run, opt Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
-		res.Runs = append(res.Runs, RunResidual{Path: r.path, Requests: len(r.meas), Measured: r.figs, Fitted: figs})
+		res.Runs = append(res.Runs, RunResidual{Path: r.path, Requests: len(r.meas), Measured: r.figs, Fitted: figs, Replay: replayMode(r)})
 	}
 	res.Params = p
 	res.MedianErr, res.Met = goal(res.Runs)
@@ -437,3 +455,46 @@ func countLE(a []float64, x float64) int {
 
 // countLT is the number of elements of sorted a below x.
 func countLT(a []float64, x float64) int { return sort.SearchFloat64s(a, x) }
+
+// chooseLoops picks, for each run with a concurrency limit, the replay
+// that fits it better at x: under the limit (a request sent the instant a
+// slot frees joins the next step, as on a server that takes no time to
+// hand a request to its engine), or open-loop at the measured starts (a
+// request reaches the engine mid-step and waits for the next, as on a
+// real server, whose HTTP, tokenization and hand-over take milliseconds:
+// on real vLLM this fits the closed loop's TTFT twice as well). The
+// simulator has no such intake time yet; with it, the limit would do.
+func (f *fitter) chooseLoops(ctx context.Context, x []float64) error {
+	p := f.params(x)
+	for i := range f.runs {
+		r := &f.runs[i]
+		if r.open == nil {
+			continue
+		}
+		closed, _, _, err := f.runLoss(ctx, r, p)
+		if err != nil {
+			return err
+		}
+		open, _, _, err := f.runLoss(ctx, r.open, p)
+		if err != nil {
+			return err
+		}
+		if open < closed {
+			limit := r.opt.MaxConcurrency
+			*r = *r.open
+			r.note = fmt.Sprintf("open loop (closer than a closed loop of %d)", limit)
+		}
+	}
+	return nil
+}
+
+// replayMode says how a run was replayed.
+func replayMode(r *replayRun) string {
+	switch {
+	case r.note != "":
+		return r.note
+	case r.opt.MaxConcurrency > 0:
+		return fmt.Sprintf("closed loop of %d", r.opt.MaxConcurrency)
+	}
+	return "open loop"
+}

@@ -69,6 +69,11 @@ type replayRun struct {
 	opt  sim.ReplayOptions
 	meas []measured
 	figs Figures
+	// open is, for a run with a concurrency limit, the same run replayed
+	// open-loop at its measured starts; nil otherwise.
+	open *replayRun
+	// note says why the run is replayed as it is, when chosen.
+	note string
 }
 
 // fitter replays the runs under candidate parameters.
