@@ -37,8 +37,10 @@ type Options struct {
 	Given Given
 	// Model is the profile's model name; default the runs' model_id.
 	Model string
-	// MaxEvals bounds the search (replays of all runs); 0 means
-	// DefaultMaxEvals, at most MaxEvals.
+	// MaxEvals bounds the search in replays of all runs: two thirds of
+	// it for the first fit (twice, when a run has a concurrency limit:
+	// replayed under it and at its starts), a third for the refinement
+	// with the jitter. 0 means DefaultMaxEvals, at most MaxEvals.
 	MaxEvals int
 	// Replay runs the replays; nil means sim.Replay.
 	Replay Replayer
@@ -372,11 +374,8 @@ func Calibrate(ctx context.Context, runs []*Run, opt Options) (*Result, error) {
 	}
 	// Fit without jitter, measure the jitter the fit leaves, then refine
 	// the fit with it.
-	fr, err := f.fit(ctx, 2*opt.MaxEvals/3)
+	fr, err := f.fitLoops(ctx, 2*opt.MaxEvals/3)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	if err := f.chooseLoops(ctx, fr.x); err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	j, err := f.jitter(ctx, f.params(fr.x))
@@ -385,7 +384,7 @@ func Calibrate(ctx context.Context, runs []*Run, opt Options) (*Result, error) {
 	}
 	f.base.Jitter = math.Round(j*1000) / 1000
 	if f.base.Jitter > 0 {
-		if fr, err = f.refine(ctx, fr.x, opt.MaxEvals-f.evals); err != nil {
+		if fr, err = f.refine(ctx, fr.x, opt.MaxEvals/3); err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
 	}
@@ -456,36 +455,45 @@ func countLE(a []float64, x float64) int {
 // countLT is the number of elements of sorted a below x.
 func countLT(a []float64, x float64) int { return sort.SearchFloat64s(a, x) }
 
-// chooseLoops picks, for each run with a concurrency limit, the replay
-// that fits it better at x: under the limit (a request sent the instant a
-// slot frees joins the next step, as on a server that takes no time to
-// hand a request to its engine), or open-loop at the measured starts (a
-// request reaches the engine mid-step and waits for the next, as on a
-// real server, whose HTTP, tokenization and hand-over take milliseconds:
-// on real vLLM this fits the closed loop's TTFT twice as well). The
-// simulator has no such intake time yet; with it, the limit would do.
-func (f *fitter) chooseLoops(ctx context.Context, x []float64) error {
-	p := f.params(x)
-	for i := range f.runs {
-		r := &f.runs[i]
-		if r.open == nil {
-			continue
-		}
-		closed, _, _, err := f.runLoss(ctx, r, p)
-		if err != nil {
-			return err
-		}
-		open, _, _, err := f.runLoss(ctx, r.open, p)
-		if err != nil {
-			return err
-		}
-		if open < closed {
-			limit := r.opt.MaxConcurrency
-			*r = *r.open
-			r.note = fmt.Sprintf("open loop (closer than a closed loop of %d)", limit)
+// fitLoops fits the runs as prepared and, when some have a concurrency
+// limit, fits them again with those replayed open-loop at their measured
+// starts, and keeps the better fit. Under the limit a request sent the
+// instant a slot frees joins the next step, as on a server that takes no
+// time to hand a request to its engine; at its measured start it reaches
+// the engine mid-step and waits for the next, as on a real server, whose
+// HTTP, tokenization and hand-over take milliseconds (on real vLLM the
+// closed loop's median TTFT came out 50% low under its limit, 20% at its
+// starts). The simulator has no such intake time yet; with it, the limit
+// would do.
+func (f *fitter) fitLoops(ctx context.Context, maxEvals int) (fitResult, error) {
+	var open []replayRun
+	for _, r := range f.runs {
+		if r.open != nil {
+			o := *r.open
+			o.note = fmt.Sprintf("open loop (closer than a closed loop of %d)", r.opt.MaxConcurrency)
+			open = append(open, o)
+		} else {
+			open = append(open, r)
 		}
 	}
-	return nil
+	if len(open) == 0 || slices.IndexFunc(f.runs, func(r replayRun) bool { return r.open != nil }) < 0 {
+		return f.fit(ctx, maxEvals)
+	}
+	fr, err := f.fit(ctx, maxEvals)
+	if err != nil {
+		return fitResult{}, err
+	}
+	g := &fitter{base: f.base, runs: open, replay: f.replay}
+	gr, err := g.fit(ctx, maxEvals)
+	if err != nil {
+		return fitResult{}, err
+	}
+	f.evals += g.evals
+	if gr.loss < fr.loss {
+		f.runs, fr = g.runs, gr
+	}
+	fr.evals = f.evals
+	return fr, nil
 }
 
 // replayMode says how a run was replayed.

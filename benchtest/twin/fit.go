@@ -389,6 +389,7 @@ type fitResult struct {
 // with the whole step as a fixed cost), then restarts from the best
 // point once, with at most maxEvals loss evaluations in all.
 func (f *fitter) fit(ctx context.Context, maxEvals int) (fitResult, error) {
+	evals0 := f.evals
 	lo, hi := bounds()
 	obj := f.objective(ctx)
 	step := []float64{1, 1, 1.5, 2}
@@ -407,7 +408,7 @@ func (f *fitter) fit(ctx context.Context, maxEvals int) (fitResult, error) {
 			best, bestF = x, v
 		}
 	}
-	x, v, err := nelderMead(obj, best, []float64{0.3, 0.3, 0.5, 0.7}, lo, hi, max(maxEvals-f.evals, 10))
+	x, v, err := nelderMead(obj, best, []float64{0.3, 0.3, 0.5, 0.7}, lo, hi, max(maxEvals-(f.evals-evals0), 10))
 	if err != nil {
 		return fitResult{}, err
 	}
