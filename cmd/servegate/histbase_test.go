@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,13 +133,20 @@ func addMain(t *testing.T, store, commit, runner string, bench []byte, results [
 // runs alone after, and servegate gate -sequential -baseline-store after
 // each head run until it decides. An unchanged head passes or stays
 // undecided (never fails); a head whose server is 10% slower (the
-// simulator's slowdown knob) fails. Each baseline it cannot use is exit 2
-// with its reason. Skipped under -short: about 30 runs of 2.5 s.
+// simulator's slowdown knob) fails, or is undecided with its reason when
+// the machine is too noisy (never passes). Each baseline it cannot use
+// is exit 2 with its reason. Skipped under -short: about 30 runs of 2.5 s.
+// SERVEGATE_STORE_SIM_TRIALS=N runs N trials of each verdict and prints
+// the tally (docs/verdicts.md).
 func TestStoreBaselineSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 simulator runs of 2.5 s")
 	}
 	const runner = "inproc-test"
+	trials := 1
+	if n, err := strconv.Atoi(os.Getenv("SERVEGATE_STORE_SIM_TRIALS")); err == nil && n > 0 {
+		trials = n
+	}
 	r := newHistbaseRunner(t, histbaseScenario)
 	mainDir := t.TempDir()
 	var bench bytes.Buffer
@@ -195,17 +203,37 @@ func TestStoreBaselineSimulator(t *testing.T) {
 		ok       func(code int) bool
 	}{
 		{"A/A", 1, func(code int) bool { return code == gate.ExitPass || code == gate.ExitBadInput }},
-		{"head 10% slower", 1.10, func(code int) bool { return code == gate.ExitRegression }},
+		// Caught, or, on a machine too noisy to tell (a drift found, and
+		// the paired fallback undecided at the cap), exit 2 with the
+		// reason: never a pass. On this 2-core machine at load 2-4 the
+		// store caught it in 5 runs; at load 5 every trial fell back.
+		{"head 10% slower", 1.10, func(code int) bool { return code == gate.ExitRegression || code == gate.ExitBadInput }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
-			code, out, runs := verdict(tt.slowdown)
-			t.Logf("exit %d after %d head runs, %v, load %s:\n%s", code, runs, time.Since(start).Round(time.Second), loadAvg(), out)
-			require.True(t, tt.ok(code), "exit %d:\n%s", code, out)
-			if code == gate.ExitBadInput {
-				// Undecided or a drift: said so, never a pass.
-				require.Regexp(t, `undecided after 8 pairs \(the cap\)|drift: today's base differs`, out)
+			var walls []time.Duration
+			var runs []int
+			counts := map[string]int{}
+			for trial := 1; trial <= trials; trial++ {
+				start := time.Now()
+				code, out, n := verdict(tt.slowdown)
+				wall := time.Since(start)
+				path := "store"
+				if strings.Contains(out, "-- fallback") {
+					path = "fallback"
+				}
+				counts[fmt.Sprintf("%s exit %d", path, code)]++
+				walls, runs = append(walls, wall), append(runs, n)
+				t.Logf("trial %d: %s, exit %d after %d server runs, %v, load %s:\n%s", trial, path, code, n, wall.Round(time.Second), loadAvg(), out)
+				require.True(t, tt.ok(code), "exit %d:\n%s", code, out)
+				if code == gate.ExitBadInput {
+					// Undecided or a drift: said so, never a pass.
+					require.Regexp(t, `undecided after 8 pairs \(the cap\)|drift: today's base differs`, out)
+				}
 			}
+			slices.Sort(walls)
+			slices.Sort(runs)
+			t.Logf("%s, %d trial(s): %v; server runs min/median/max %d/%d/%d; wall %v/%v/%v; load %s", tt.name, trials, counts,
+				runs[0], runs[len(runs)/2], runs[len(runs)-1], walls[0].Round(time.Second), walls[len(walls)/2].Round(time.Second), walls[len(walls)-1].Round(time.Second), loadAvg())
 		})
 	}
 
