@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# compare.sh [--paired|--sequential] BASE_REF [HEAD_REF]: benchmark two revisions of the
-# repository in the current directory, interleaved (or paired), then run
-# the regression gate.
+# compare.sh [--baseline-store DIR] [--sequential|--paired|--interleaved] BASE_REF [HEAD_REF]: benchmark
+# two revisions of the repository in the current directory, then run the
+# regression gate. The default, --sequential, is the fast paired verdict
+# (docs/verdicts.md): base and head at the same time, pair after pair,
+# until every scenario is decided; --paired and --interleaved are the
+# older, fixed-count modes.
 #
 # BASE_REF is checked out in a temporary git worktree. HEAD_REF defaults to
 # the current working tree (uncommitted changes included); a ref is checked
-# out in a second worktree. Both sides then run
+# out in a second worktree.
+#
+# --interleaved: both sides run
 #
 #   go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS
 #
@@ -18,9 +23,14 @@
 # wrote one (go test's output rounds to 4 digits), else the .txt pair.
 #
 # Environment (defaults in brackets):
-#   COUNT      runs per side [10]; the gate needs >= 4, a confidence interval 6
-#   WARMUP     runs per side before those, discarded [0]: first runs that pay
-#              for image builds or cold caches
+#   COUNT      --sequential: the cap on pairs [8], 3 to 8; --paired: pairs
+#              [10], >= 6; --interleaved: runs per side [10], >= 4 (6 for a
+#              confidence interval)
+#   WARMUP     runs (pairs) per side before those, discarded [0]: first runs
+#              that pay for image builds or cold caches
+#   STEADY_STATE --sequential: the steady-state window of gate -sequential
+#              -steady-state, a fraction in [0, 0.4] of the schedule dropped
+#              at each end [0: every request]
 #   PKGS       packages to benchmark [./scenarios/...]
 #   BENCH      -bench regexp [.]
 #   BENCHTIME  -benchtime [1x]: one iteration is one full scenario run
@@ -46,16 +56,19 @@
 # -paired (Wilcoxon signed-rank test on per-pair ratios). BENCHTIME must be
 # 1x; the gate needs COUNT >= 6.
 #
-# --sequential: pairs as --paired, run one at a time up to COUNT (default
-# 8, the sequential test's cap); after each pair every scenario not yet
-# decided is judged on p99 TTFT by gate -sequential on its pairs' result
-# JSON so far (<scenario>.bench-base.1.json and <scenario>.bench.1.json
-# in the pair's SERVEGATE_OUT), and the pairs stop when every scenario is
-# decided (docs/verdicts.md). $OUT/gate.txt says per scenario how many
-# pairs it used and why it stopped. Only p99 TTFT is gated in this mode
-# (not fail-ratio, not goodput). Exit 0 every scenario no regression, 1 a
-# regression (and nothing undecided), 2 a scenario undecided at the cap
-# or a bad input.
+# --sequential (the default): pairs as --paired, run one at a time up to
+# COUNT (default 8, the sequential test's cap); after each pair every
+# scenario not yet decided is judged by gate -sequential on its pairs'
+# result JSON so far (<scenario>.bench-base.1.json and
+# <scenario>.bench.1.json in the pair's SERVEGATE_OUT): p99 TTFT and
+# goodput by a sequential test on the pairs' block-bootstrapped
+# estimates, fail-ratio by a sign test on the requests that failed on one
+# side only. The pairs stop when every scenario is decided. $OUT/gate.txt
+# and $OUT/gate.md (the job summary, the pull request comment) say per
+# scenario how many pairs it took and why it stopped ("regression of
+# ttft-p99-sec after 3 pairs", "undecided: capped at 8 pairs ... exit 2").
+# Exit 0 every scenario no regression, 1 a regression (and nothing
+# undecided), 2 a scenario undecided at the cap or a bad input.
 #
 # --baseline-store DIR (or BASELINE_STORE=DIR; first argument): the
 # history baseline, see the block "history baseline" below.
@@ -79,11 +92,15 @@ if [ -n "$baseline_store" ]; then
 fi
 # ---- end of the history baseline's arguments ----------------------------
 
-paired=0
-sequential=0
-if [ "${1:-}" = --paired ]; then paired=1; shift; fi
-if [ "${1:-}" = --sequential ]; then paired=1; sequential=1; shift; fi
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--paired|--sequential] BASE_REF [HEAD_REF]"
+paired=1
+sequential=1
+case "${1:-}" in
+  --sequential) shift ;;
+  --paired) sequential=0; shift ;;
+  --interleaved) paired=0; sequential=0; shift ;;
+  --*) die "unknown mode ${1}: want --sequential (the default), --paired or --interleaved" ;;
+esac
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--baseline-store DIR] [--sequential|--paired|--interleaved] BASE_REF [HEAD_REF]"
 base_ref=$1
 head_ref=${2:-}
 if [ "$sequential" = 1 ]; then COUNT=${COUNT:-8}; else COUNT=${COUNT:-10}; fi
@@ -95,6 +112,14 @@ OUT=${OUT:-out/compare}
 GATE_FLAGS=${GATE_FLAGS--ignore image}
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT=$COUNT: want a positive integer"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP=$WARMUP: want a non-negative integer"
+STEADY_STATE=${STEADY_STATE:-0}
+if [ "$sequential" = 1 ]; then
+  [ "$COUNT" -ge 3 ] && [ "$COUNT" -le 8 ] || die "--sequential: COUNT=$COUNT: the cap on pairs must be 3 to 8 (decisions from 3 pairs; gate -sequential stops at 8)"
+  [[ $STEADY_STATE =~ ^(0|0?\.[0-9]+)$ ]] || die "STEADY_STATE=$STEADY_STATE: want a fraction in [0, 0.4]"
+  GATE_FLAGS="$GATE_FLAGS -steady-state $STEADY_STATE"
+elif [ "$STEADY_STATE" != 0 ]; then
+  die "STEADY_STATE=$STEADY_STATE: only with --sequential"
+fi
 if [ "$paired" = 1 ] && [ "$BENCHTIME" != 1x ]; then die "--paired: BENCHTIME=$BENCHTIME: paired mode runs one pair per go test run, BENCHTIME=1x"; fi
 
 here=$(cd "$(dirname "$0")/.." && pwd)          # the checkout holding this script
@@ -203,7 +228,7 @@ run_pair() {
 # sequential_step I: add pair I's result JSON to each scenario's list and
 # judge every scenario not yet decided; returns 0 when all are decided.
 sequential_step() {
-  local i=$1 sgout=$tmp/out/pair-$1 f name code open=0
+  local i=$1 sgout=$tmp/out/pair-$1 f name code why open=0
   mkdir -p "$tmp/seq"
   for f in "$sgout"/*.bench-base.1.json; do
     [ -e "$f" ] || die "pair $i wrote no <scenario>.bench-base.1.json in its output: --sequential needs servegate scenario benchmarks"
@@ -215,15 +240,25 @@ sequential_step() {
     name=$(basename "$f" .files)
     [ -e "$tmp/seq/$name.done" ] && continue
     code=0
+    rm -f "$tmp/seq/$name.md"
     mapfile -t files <"$f"
     # shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
-    $GATE $GATE_FLAGS -sequential "${files[@]}" >"$tmp/seq/$name.out" 2>&1 || code=$?
+    $GATE $GATE_FLAGS -markdown "$tmp/seq/$name.md" -sequential "${files[@]}" >"$tmp/seq/$name.out" 2>&1 || code=$?
     if [ "$code" = 2 ] && grep -q "not decided yet" "$tmp/seq/$name.out" && [ "$i" -lt "$COUNT" ]; then
       open=1
       continue
     fi
     echo "$code" >"$tmp/seq/$name.done"
-    { echo "== $name: after pair $i (exit $code)"; cat "$tmp/seq/$name.out"; } >>"$OUT/gate.txt"
+    why=$(sed -n 's/^verdict: //p' "$tmp/seq/$name.out" | tail -1)
+    [ -n "$why" ] || why=$(tail -1 "$tmp/seq/$name.out")
+    { echo "== $name: after pair $i (exit $code): $why"; cat "$tmp/seq/$name.out"; } >>"$OUT/gate.txt"
+    {
+      echo "### \`$name\`: exit $code after $i pair(s)"
+      echo
+      if [ -s "$tmp/seq/$name.md" ]; then cat "$tmp/seq/$name.md"; else echo '```'; tail -5 "$tmp/seq/$name.out"; echo '```'; fi
+      echo
+    } >>"$tmp/seq.md"
+    echo "| \`$name\` | $code | $i | ${why//|/\\|} |" >>"$tmp/seq-table.md"
   done
   return "$open"
 }
@@ -367,8 +402,31 @@ if [ "$sequential" = 1 ]; then
       *) status=2 ;;
     esac
   done
+  # Scenarios paired mode skips (capacity searches) are not gated: say so.
+  skipped=$(grep -o 'paired mode: scenario [^ ]* is a capacity search' "$OUT/head.log" | sort -u | sed 's/^paired mode: scenario \([^ ]*\) .*/\1: a capacity search, which does not pair/' || true)
+  if [ -n "$skipped" ]; then
+    echo "$skipped" | sed 's/^/== not gated by the paired verdict (ci\/compare.sh --interleaved gates it): /' >>"$OUT/gate.txt"
+  fi
   cat "$OUT/gate.txt"
-  echo "compare: sequential verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
+  verdict=$(case $status in 0) echo "no regression" ;; 1) echo "regression" ;; *) echo "no verdict: a scenario undecided or a bad input" ;; esac)
+  {
+    echo "## servegate: $verdict (exit $status)"
+    echo
+    echo "Fast paired verdict (docs/verdicts.md): base and head at the same time, one schedule; p99 TTFT and goodput by a sequential test over the pairs, fail-ratio by a sign test; at most $COUNT pairs."
+    echo
+    echo "| scenario | exit | pairs | why it stopped |"
+    echo "| --- | --- | --- | --- |"
+    cat "$tmp/seq-table.md" 2>/dev/null || true
+    echo
+    if [ -n "$skipped" ]; then
+      echo "**Not gated by the paired verdict** (run \`ci/compare.sh --interleaved\` for them):"
+      echo
+      echo "$skipped" | sed 's/^/- /'
+      echo
+    fi
+    cat "$tmp/seq.md" 2>/dev/null || true
+  } >"$OUT/gate.md"
+  echo "compare: sequential verdict: exit $status ($verdict)" | tee -a "$OUT/runs.log" >&2
   exit "$status"
 fi
 
