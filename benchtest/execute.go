@@ -115,6 +115,16 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 		}
 		return nil, err
 	}
+	return NewOutcome(plan, tgt, res, server), nil
+}
+
+// NewOutcome judges a finished run of plan against tgt: vLLM's summary of
+// res's records, the harness health and the SLO verdicts, with the
+// server's metrics when server is not nil (their warnings join
+// res.Warnings). Execute makes every Outcome with it; a prediction in
+// virtual time (benchtest/twin) makes its own from simulated records, so
+// that a prediction and a measurement are read the same way.
+func NewOutcome(plan *Plan, tgt *Target, res *engine.Result, server *servermetrics.Summary) *Outcome {
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
 	sum.Health = res.Health
 	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum, Server: server}
@@ -125,7 +135,7 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 	}
 	o.Health = plan.Harness.Check(o.lookup)
 	o.Verdicts = plan.SLO.Check(o.lookup)
-	return o, nil
+	return o
 }
 
 // measured looks up the summary's values for SLO checks and benchfmt. A

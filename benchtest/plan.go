@@ -240,3 +240,7 @@ func (p *Plan) Prepare(ctx context.Context) error {
 
 // Samples returns the prepared requests (nil before Prepare).
 func (p *Plan) Samples() []dataset.Sample { return p.samples }
+
+// LoadedTokenizer returns the tokenizer Prepare loaded (nil before
+// Prepare): the one that counted the samples' prompt tokens.
+func (p *Plan) LoadedTokenizer() *tokenizer.Tokenizer { return p.tok }

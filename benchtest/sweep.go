@@ -41,10 +41,15 @@ type Sweep struct {
 type SweepHooks struct {
 	// Step is called after each step with its outcome.
 	Step func(st capacity.Step, o *Outcome)
+	// Execute, when set, runs each step's plan instead of Execute against
+	// the target: `servegate sweep --virtual` predicts every step in
+	// virtual time (twin.Predict). The search is the same.
+	Execute func(ctx context.Context, step *Plan) (*Outcome, error)
 }
 
 // RunSweep runs the capacity search of plan against tgt. Each step is a
-// full Execute of the plan at one rate (warm-ups included) with fresh
+// full Execute of the plan at one rate (warm-ups included; or
+// hooks.Execute's run of it, such as a prediction) with fresh
 // prompts (the dataset seed moves by one per step of the process, so that
 // the prefix cache of earlier steps and searches does not make later ones
 // faster); with Capacity.StepDuration the step sends rate × StepDuration
@@ -66,7 +71,13 @@ func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*
 		step := plan.stepPlan(rate, int(sweepSteps.Add(1)))
 		n++
 		t0 := time.Now()
-		o, err := Execute(ctx, step, tgt, Hooks{})
+		var o *Outcome
+		var err error
+		if hooks.Execute != nil {
+			o, err = hooks.Execute(ctx, step)
+		} else {
+			o, err = Execute(ctx, step, tgt, Hooks{})
+		}
 		if err != nil {
 			return capacity.Step{}, err
 		}

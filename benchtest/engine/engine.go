@@ -199,13 +199,9 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	if err := cfg.normalize(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	var sched *Schedule
-	if !cfg.TraceArrivals {
-		var err error
-		sched, err = NewSchedule(len(samples), cfg.RequestRate, cfg.Burstiness, cfg.RampUp, cfg.Seed)
-		if err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
+	offsets, sched, err := Arrivals(cfg, samples)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	if cfg.Shard.Count > len(samples) {
 		return nil, fmt.Errorf("run: shard %s: %d shards for %d requests leaves some with none to send", cfg.Shard, cfg.Shard.Count, len(samples))
@@ -242,7 +238,6 @@ func Run(ctx context.Context, cfg Config, samples []dataset.Sample) (*Result, er
 	if cfg.Started != nil {
 		cfg.Started()
 	}
-	offsets := cfg.offsets(sched, samples)
 	lora := cfg.loraChoices(len(samples))
 	reqs := make([]client.Request, len(indices))
 	mine := make([]time.Duration, len(indices))
@@ -448,6 +443,32 @@ func (cfg *Config) request(s dataset.Sample, i int, model string) client.Request
 		r.Documents = cfg.RerankDocuments
 	}
 	return r
+}
+
+// Arrivals returns when Run sends each sample, from the run's time zero:
+// the arrival schedule of cfg's rate, burstiness, ramp-up and seed
+// (NewSchedule, also returned), or under TraceArrivals the samples' own
+// arrival times divided by TraceSpeed (0 means 1), with a nil Schedule. A
+// prediction in virtual time (benchtest/twin) sends its requests at these
+// times too.
+func Arrivals(cfg Config, samples []dataset.Sample) ([]time.Duration, *Schedule, error) {
+	if len(samples) == 0 {
+		return nil, nil, errors.New("schedule: no requests")
+	}
+	if cfg.TraceArrivals {
+		if cfg.TraceSpeed == 0 {
+			cfg.TraceSpeed = 1
+		}
+		if !(cfg.TraceSpeed > 0) {
+			return nil, nil, fmt.Errorf("trace speed must be positive, got %v", cfg.TraceSpeed)
+		}
+		return cfg.offsets(nil, samples), nil, nil
+	}
+	sched, err := NewSchedule(len(samples), cfg.RequestRate, cfg.Burstiness, cfg.RampUp, cfg.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sched.Offsets, sched, nil
 }
 
 // offsets returns each request's send time from the start of the run.

@@ -7,7 +7,10 @@
 // prediction and a measurement are read the same way.
 //
 // It imports benchtest's lower packages (metrics, dataset, engine's
-// schedule) and containers/simulator/sim; nothing below imports it.
+// schedule) and containers/simulator/sim; Predict also imports benchtest
+// itself (the Plan it runs, NewOutcome to judge it). Nothing below
+// imports it: `servegate sweep --virtual` hands Predict to
+// benchtest.RunSweep through SweepHooks.Execute.
 //
 // Files: predict.go (virtual-time runs of a plan; branch "virtual"),
 // calibrate.go and fit.go (the fit and its report; branch "calibrate").

@@ -15,6 +15,8 @@ import (
 	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/benchtest/twin"
+	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
 const sweepUsage = `usage: servegate sweep --scenario FILE [flags]
@@ -27,6 +29,12 @@ rate, warm-ups included. Between the last pass and the first fail, the SLOs'
 edge is interpolated from the two steps' margins (how far inside their
 tightest bound they stayed); --benchfmt's max-rate-req/s is that edge. The scenario's capacity block sets the defaults;
 a scenario without one is searched with the built-in defaults.
+
+With --virtual --profile FILE no server starts: each step is predicted
+against the simulator profile in virtual time (as servegate sim predict
+does), so the search takes seconds. The result is a prediction of the
+profile's capacity, marked target "virtual". Scenarios with sessions are not
+supported yet.
 
 Exit status: 0 when a rate holds every SLO, 1 when none does, 2 for bad
 flags or an invalid run.
@@ -41,6 +49,8 @@ type sweepArgs struct {
 	budget, stepDuration            time.Duration
 	result, benchfmt, report        string
 	count                           int
+	virtual                         bool
+	profile                         string
 }
 
 func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error) {
@@ -60,6 +70,8 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 	fs.StringVar(&a.benchfmt, "benchfmt", "", "append a max-rate-req/s benchfmt line per search to this `file`")
 	fs.StringVar(&a.report, "report", "", "write a self-contained HTML report (the steps against their rate, and the run at the highest passing rate) to this `file`")
 	fs.IntVar(&a.count, "count", 1, "run the search this many times (one benchfmt line each)")
+	fs.BoolVar(&a.virtual, "virtual", false, "predict each step in virtual time against --profile instead of running a server")
+	fs.StringVar(&a.profile, "profile", "", "with --virtual, the simulator profile: a shipped name or a YAML `file`")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sweepUsage)
 		fs.PrintDefaults()
@@ -76,6 +88,12 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 		return nil, fs, fmt.Errorf("--count must be at least 1, got %d", a.count)
 	case a.minRate < 0 || a.maxRate < 0 || a.precision < 0 || a.budget < 0 || a.stepDuration < 0:
 		return nil, fs, errors.New("--min-rate, --max-rate, --precision, --budget and --step-duration must not be negative")
+	case a.virtual && a.profile == "":
+		return nil, fs, errors.New("--virtual needs --profile, the simulator profile to predict")
+	case !a.virtual && a.profile != "":
+		return nil, fs, errors.New("--profile is only for --virtual (a real search takes its server from the scenario's target)")
+	case a.virtual && (a.target != "" || a.baseURL != ""):
+		return nil, fs, errors.New("--virtual predicts a profile without a server: --target and --base-url do not apply")
 	}
 	return a, fs, nil
 }
@@ -98,9 +116,18 @@ func runSweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 2
 	}
+	var profile *sim.Params
+	if a.virtual {
+		p, err := loadVirtualProfile(a.profile)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			return 2
+		}
+		profile = &p
+	}
 	code := 0
 	for _, sc := range scs {
-		code = max(code, sweepScenario(ctx, a, sc, stdout, stderr))
+		code = max(code, sweepScenario(ctx, a, sc, profile, stdout, stderr))
 	}
 	return code
 }
@@ -173,38 +200,51 @@ func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
 }
 
 // sweepScenario searches one scenario --count times and writes what was
-// asked for.
-func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, stdout, stderr io.Writer) int {
+// asked for: against its target, or with profile (--virtual) in virtual
+// time.
+func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, profile *sim.Params, stdout, stderr io.Writer) int {
 	plan := benchtest.NewPlan(sc)
 	if err := plan.Prepare(ctx); err != nil {
 		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
 		return 2
 	}
-	tgt, err := benchtest.StartTarget(ctx, plan.Target, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
-		return 2
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := tgt.Close(sctx); err != nil {
-			fmt.Fprintf(stderr, "stop %s target: %v\n", tgt.Kind, err)
+	hooks := benchtest.SweepHooks{Step: func(st capacity.Step, _ *benchtest.Outcome) {
+		v := "FAIL"
+		if st.Pass {
+			v = "PASS"
 		}
-	}()
-	fmt.Fprintf(stdout, "=== capacity of scenario %s on %s target %s (%s)\n", sc.Name, tgt.Kind, tgt.BaseURL, tgt.Model)
+		fmt.Fprintf(stdout, "step %s req/s: %s\n", metrics.PyFloat(st.Rate), v)
+	}}
+	var tgt *benchtest.Target
+	if profile != nil {
+		p := *profile
+		plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", a.profile})
+		tgt = twin.Target(p)
+		hooks.Execute = func(ctx context.Context, step *benchtest.Plan) (*benchtest.Outcome, error) {
+			return twin.Predict(ctx, step, p)
+		}
+		fmt.Fprintf(stdout, "=== predicted capacity of scenario %s on profile %s, in virtual time (no server ran)\n", sc.Name, a.profile)
+	} else {
+		var err error
+		if tgt, err = benchtest.StartTarget(ctx, plan.Target, stderr); err != nil {
+			fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+			return 2
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if err := tgt.Close(sctx); err != nil {
+				fmt.Fprintf(stderr, "stop %s target: %v\n", tgt.Kind, err)
+			}
+		}()
+		fmt.Fprintf(stdout, "=== capacity of scenario %s on %s target %s (%s)\n", sc.Name, tgt.Kind, tgt.BaseURL, tgt.Model)
+	}
 	code := 0
 	for range a.count {
 		// The budget is checked before each step; a step that overruns it
 		// is cut two minutes later.
 		sctx, cancel := context.WithTimeout(ctx, plan.Capacity.Budget.D()+2*time.Minute)
-		sw, err := benchtest.RunSweep(sctx, plan, tgt, benchtest.SweepHooks{Step: func(st capacity.Step, _ *benchtest.Outcome) {
-			v := "FAIL"
-			if st.Pass {
-				v = "PASS"
-			}
-			fmt.Fprintf(stdout, "step %s req/s: %s\n", metrics.PyFloat(st.Rate), v)
-		}})
+		sw, err := benchtest.RunSweep(sctx, plan, tgt, hooks)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "servegate sweep: scenario %s: %v\n", sc.Name, err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"time"
 )
 
-// engine is the continuous-batching model. One goroutine runs steps in real
-// time: each step admits and schedules sequences under max_num_seqs and the
+// engine is the continuous-batching model. One goroutine runs steps on a
+// clock (clock.go: real time for the HTTP server, virtual time for
+// Replay): each step admits and schedules sequences under max_num_seqs and the
 // token budget (prefilling long prompts in chunks), allocates KV blocks
 // (preempting the latest admitted sequence when none is free), sleeps for
 // the step's modelled duration, then hands each sequence whose known tokens
@@ -20,6 +20,7 @@ type engine struct {
 	p   Params
 	kv  *kvCache
 	rng *rand.Rand
+	clk clock // the step loop's time
 
 	waiting []*seq // FIFO; preempted sequences go back to the front
 	running []*seq // admission order; the last one is preempted first
@@ -63,9 +64,14 @@ func (ps stepPlan) decoding() bool {
 // into the token rate.
 const catchUp = 5 * time.Millisecond
 
-func newEngine(p Params, m *metrics) *engine {
+// newEngine makes the engine of the HTTP server, on the real clock.
+func newEngine(p Params, m *metrics) *engine { return newEngineOn(p, m, realClock{}) }
+
+// newEngineOn makes an engine whose step loop runs on clk.
+func newEngineOn(p Params, m *metrics, clk clock) *engine {
 	e := &engine{
-		started: time.Now(),
+		clk:     clk,
+		started: clk.now(),
 		p:       p,
 		kv:      newKVCache(p.NumKVBlocks, p.BlockSize, p.EnablePrefixCaching),
 		rng:     rand.New(rand.NewPCG(uint64(p.Seed), 0x5e4e9a7e)),
@@ -107,22 +113,24 @@ func (e *engine) snapshot() engineStats {
 	return e.stats
 }
 
-// run is the step loop; it returns when ctx is done.
+// run is the step loop; it returns when ctx is done (or, on the virtual
+// clock, when the replay is over). The clock decides what time it is, how
+// a step's duration passes and how an idle engine waits for work; all the
+// rest is the same on either clock.
 func (e *engine) run(ctx context.Context) {
 	var next time.Time // when the previous step ended, as modelled
 	for {
+		e.clk.arrive(e)
 		e.drainInbox()
 		if len(e.waiting) == 0 && len(e.running) == 0 {
 			e.publish()
-			select {
-			case <-ctx.Done():
+			if !e.clk.idle(ctx, e) {
 				return
-			case <-e.wake:
 			}
 			next = time.Time{}
 			continue
 		}
-		start := time.Now()
+		start := e.clk.now()
 		if !next.IsZero() && start.Sub(next) < catchUp {
 			start = next
 		}
@@ -133,18 +141,7 @@ func (e *engine) run(ctx context.Context) {
 		e.record(st, d)
 		end := start.Add(d)
 		e.publish()
-		if wait := time.Until(end); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		} else if d == 0 {
-			runtime.Gosched()
-		}
-		if ctx.Err() != nil {
+		if !e.clk.sleep(ctx, end, d) {
 			return
 		}
 		e.finishStep(plan, end)
@@ -171,7 +168,7 @@ func (e *engine) drainInbox() {
 		e.free(s)
 		s.state = seqDone
 		s.drop()
-		s.deliver(nil, time.Now(), "abort")
+		s.deliver(nil, e.clk.now(), "abort")
 	}
 }
 

@@ -352,14 +352,9 @@ func (s *Server) setSampling(j *job, req *genRequest) error {
 		c := &j.choices[i]
 		c.seed = seedOf(s.p.Seed, key)
 		c.maxTokens, c.stopAt = j.maxTokens, "length"
-		if !req.IgnoreEOS && s.p.EOSMinRatio < 1 {
-			mt := j.maxTokens
-			lo := max(1, req.MinTokens, int(float64(mt)*s.p.EOSMinRatio+0.999999))
-			if lo < mt {
-				rng := rand.New(rand.NewPCG(c.seed, 0xe05))
-				if k := lo + rng.IntN(mt-lo+1); k < mt {
-					c.maxTokens, c.stopAt = k, "stop"
-				}
+		if !req.IgnoreEOS {
+			if k := s.p.eosLength(c.seed, j.maxTokens, req.MinTokens); k < j.maxTokens {
+				c.maxTokens, c.stopAt = k, "stop"
 			}
 		}
 		if !j.chat {
@@ -374,6 +369,21 @@ func (s *Server) setSampling(j *job, req *genRequest) error {
 		}
 	}
 	return nil
+}
+
+// eosLength is the output length of a choice with seed that does not
+// ignore EOS: uniform in [eos_min_ratio*maxTokens, maxTokens] (at least
+// minTokens and 1), maxTokens when eos_min_ratio is 1.
+func (p Params) eosLength(seed uint64, maxTokens, minTokens int) int {
+	if p.EOSMinRatio >= 1 {
+		return maxTokens
+	}
+	lo := max(1, minTokens, int(float64(maxTokens)*p.EOSMinRatio+0.999999))
+	if lo >= maxTokens {
+		return maxTokens
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xe05))
+	return lo + rng.IntN(maxTokens-lo+1)
 }
 
 // parseLogprobs reads and checks the logprobs fields as vLLM's request

@@ -28,6 +28,10 @@ type seq struct {
 
 	arrival time.Time
 	state   seqState
+	// onFinish, when set, is called (on the engine goroutine) once the
+	// sequence finishes, with the time: the virtual clock frees the
+	// request's concurrency slot there.
+	onFinish func(at time.Time)
 
 	mu       sync.Mutex
 	pending  []int // generated ids not yet taken by the handler
@@ -78,10 +82,14 @@ func (s *seq) blockHashes(n, bs int) []uint64 {
 	return s.hashes[:n]
 }
 
-// deliver hands generated tokens to the handler, called by the engine.
+// deliver hands generated tokens to the handler, called by the engine. A
+// sequence with no handler (no notify channel: a replay in virtual time)
+// keeps only their times.
 func (s *seq) deliver(ids []int, at time.Time, finish string) {
 	s.mu.Lock()
-	s.pending = append(s.pending, ids...)
+	if s.notify != nil {
+		s.pending = append(s.pending, ids...)
+	}
 	for range ids {
 		s.truth.TokenTimes = append(s.truth.TokenTimes, at.Sub(s.arrival))
 	}
@@ -90,6 +98,9 @@ func (s *seq) deliver(ids []int, at time.Time, finish string) {
 		s.truth.Finished = at.Sub(s.arrival)
 	}
 	s.mu.Unlock()
+	if finish != "" && s.onFinish != nil {
+		s.onFinish(at)
+	}
 	select {
 	case s.notify <- struct{}{}:
 	default:
