@@ -266,7 +266,7 @@ func (o *Outcome) Interrupted() bool {
 // after all of vLLM's keys.
 func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 	if o.Server != nil {
-		info.Appendix = append(serverFields(o.Server, o.Result.Start, detailed), info.Appendix...)
+		info.Appendix = append(serverFields(o.Server, o.Target.ServeArgs, o.Result.Start, detailed), info.Appendix...)
 	}
 	return o.Summary.ResultJSON(info, detailed)
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/benchtest/redact"
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/benchtest/servermetrics"
@@ -108,9 +111,12 @@ func sharesPrefix(d dataset.Spec) bool {
 	return false
 }
 
-// serverFields are the result JSON's server_metrics object and, in a
-// detailed result, the raw series (times in seconds from start).
-func serverFields(s *servermetrics.Summary, start time.Time, detailed bool) []metrics.Field {
+// serverFields are the result JSON's server_metrics object, its
+// server_config object (what the server states about its configuration:
+// the labels of its info metrics, and the flags servegate started it
+// with) and, in a detailed result, the raw series (times in seconds from
+// start).
+func serverFields(s *servermetrics.Summary, serveArgs []string, start time.Time, detailed bool) []metrics.Field {
 	obj := []metrics.Field{
 		{Key: "available", Value: s.Available},
 		{Key: "interval_s", Value: s.Interval.Seconds()},
@@ -126,6 +132,9 @@ func serverFields(s *servermetrics.Summary, start time.Time, detailed bool) []me
 		obj = append(obj, metrics.Field{Key: "note", Value: s.Note})
 	}
 	out := []metrics.Field{{Key: "server_metrics", Value: obj}}
+	if cfg := serverConfig(s.Info, serveArgs); cfg != nil {
+		out = append(out, metrics.Field{Key: "server_config", Value: cfg})
+	}
 	if !detailed || len(s.Series) == 0 {
 		return out
 	}
@@ -165,6 +174,28 @@ func (o *Outcome) ServerSeries() []report.ServerSeries {
 		if len(t) > 0 {
 			out = append(out, report.ServerSeries{Title: m.title, Unit: m.unit, Caption: m.caption, T: t, V: v})
 		}
+	}
+	return out
+}
+
+// serverConfig is the result JSON's server_config object: each info
+// family's labels (sorted) and serve_args; nil when there is neither.
+func serverConfig(info map[string]map[string]string, serveArgs []string) []metrics.Field {
+	var out []metrics.Field
+	for _, fam := range slices.Sorted(maps.Keys(info)) {
+		labels := info[fam]
+		var obj []metrics.Field
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			obj = append(obj, metrics.Field{Key: k, Value: labels[k]})
+		}
+		out = append(out, metrics.Field{Key: fam, Value: obj})
+	}
+	if serveArgs != nil {
+		args := make([]string, len(serveArgs))
+		for i, a := range serveArgs {
+			args[i] = redact.String(a)
+		}
+		out = append(out, metrics.Field{Key: "serve_args", Value: args})
 	}
 	return out
 }

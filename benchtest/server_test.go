@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
@@ -66,6 +67,13 @@ func TestExecuteScrapesServerMetrics(t *testing.T) {
 	for _, k := range []string{"prefix_cache_hit_rate", "num_preemptions", "kv_cache_usage_peak", "num_requests_waiting_peak", "num_requests_running_peak", "p50_ttft_ms", "p99_ttft_ms", "p50_queue_time_ms", "p99_queue_time_ms", "p50_e2e_latency_ms", "p99_e2e_latency_ms"} {
 		assert.Contains(t, sm, k)
 	}
+	cfg, ok := res["server_config"].(map[string]any)
+	require.True(t, ok, "server_config is an object")
+	cc, ok := cfg["vllm:cache_config_info"].(map[string]any)
+	require.True(t, ok, "server_config keeps vllm:cache_config_info's labels")
+	assert.Equal(t, "16", cc["block_size"])
+	assert.Contains(t, cfg, "servegate:sim_info", "the simulator says it is one")
+	assert.NotContains(t, cfg, "serve_args", "servegate passed an inproc target no server flags")
 	series, ok := res["server_metrics_series"].(map[string]any)
 	require.True(t, ok, "a detailed result keeps the raw series")
 	assert.GreaterOrEqual(t, len(series["t"].([]any)), 2)
@@ -140,4 +148,17 @@ func TestNoMetricsEndpointIsANote(t *testing.T) {
 	var res map[string]any
 	require.NoError(t, json.Unmarshal(o.ResultJSON(o.RunInfo(), false), &res))
 	assert.Contains(t, res["server_metrics"].(map[string]any)["note"], "no metrics endpoint")
+}
+
+// TestServerConfig: server_config holds each info family's labels, sorted,
+// and the serve flags; nothing when there is neither.
+func TestServerConfig(t *testing.T) {
+	assert.Nil(t, serverConfig(nil, nil))
+	cfg := serverConfig(map[string]map[string]string{
+		"vllm:cache_config_info": {"num_gpu_blocks": "8192", "block_size": "128"},
+	}, []string{"--max-num-seqs", "8"})
+	require.Len(t, cfg, 2)
+	assert.Equal(t, "vllm:cache_config_info", cfg[0].Key)
+	assert.Equal(t, []metrics.Field{{Key: "block_size", Value: "128"}, {Key: "num_gpu_blocks", Value: "8192"}}, cfg[0].Value)
+	assert.Equal(t, metrics.Field{Key: "serve_args", Value: []string{"--max-num-seqs", "8"}}, cfg[1])
 }

@@ -32,6 +32,11 @@ type Target struct {
 	// a container target and this process got disjoint CPU sets
 	// (internal/cpuset), else "shared".
 	CPUSet string
+	// ServeArgs are the flags servegate started the server with, where
+	// they configure it (a vllm target's `vllm serve` flags: --max-num-seqs
+	// and the like); the result JSON's server_config keeps them for
+	// servegate sim calibrate. nil for other kinds.
+	ServeArgs []string
 
 	logs  func(ctx context.Context) (string, error)
 	close func(ctx context.Context) error

@@ -174,6 +174,7 @@ func startVLLM(ctx context.Context, spec scenario.Target, log io.Writer) (*Targe
 		ServedModelName: ctr.Model,
 		Image:           ctr.Image.Image,
 		CPUSet:          cpus,
+		ServeArgs:       append([]string{}, spec.Args...),
 		logs:            ctr.LogTail,
 		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
 	}, nil

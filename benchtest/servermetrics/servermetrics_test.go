@@ -78,6 +78,13 @@ func TestParseRecordedVLLM(t *testing.T) {
 	for _, n := range specCounters {
 		assert.NotContains(t, s.Values, n, "vLLM exports %s only with a speculative config", n)
 	}
+	// The KV-cache configuration vLLM states (what calibration takes
+	// rather than fits); a real server has no simulator info.
+	cc := s.Info[CacheConfigInfo]
+	assert.Equal(t, "128", cc["block_size"])
+	assert.Equal(t, "8192", cc["num_gpu_blocks"])
+	assert.Equal(t, "True", cc["enable_prefix_caching"])
+	assert.NotContains(t, s.Info, SimInfo)
 	for _, n := range hists {
 		require.Contains(t, s.Histograms, n)
 		hh := s.Histograms[n]
@@ -166,6 +173,10 @@ func TestScrapeMatchesSimulatorTruth(t *testing.T) {
 	require.True(t, s.Available, s.Note)
 	assert.Empty(t, s.Note)
 	assert.GreaterOrEqual(t, s.Scrapes, 2)
+	// The simulator states its cache configuration as vLLM does, and that
+	// it is the simulator.
+	assert.Equal(t, "48", s.Info[CacheConfigInfo]["num_gpu_blocks"])
+	assert.Contains(t, s.Info, SimInfo)
 
 	var gen, prompt, cached, preempt int
 	var ttft, queue, e2e []float64

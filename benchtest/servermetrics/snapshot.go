@@ -43,6 +43,20 @@ var (
 	specCounters = []string{SpecDecodeDrafts, SpecDecodeDraftTokens, SpecDecodeAcceptedTokens}
 	gauges       = []string{KVCacheUsage, RequestsWaiting, RequestsRunning}
 	hists        = []string{TTFTSeconds, QueueTimeSeconds, E2ELatencySeconds}
+	// infos are the info families: gauges at 1 whose labels state the
+	// server's configuration.
+	infos = []string{CacheConfigInfo, SimInfo}
+)
+
+// The info families a Snapshot keeps the labels of.
+const (
+	// CacheConfigInfo is vLLM's KV-cache configuration (block_size,
+	// num_gpu_blocks, enable_prefix_caching, ...), from
+	// vllm/v1/metrics/loggers.py's log_metrics_info.
+	CacheConfigInfo = "vllm:cache_config_info"
+	// SimInfo is exported by servegate's simulator alone: the server is a
+	// twin, not a real server.
+	SimInfo = "servegate:sim_info"
 )
 
 // A Snapshot is one scrape: the values of the families servegate reads,
@@ -57,6 +71,9 @@ type Snapshot struct {
 	// Histograms holds the latency histograms, cumulative since the server
 	// started.
 	Histograms map[string]Histogram
+	// Info holds the labels of the info families the server exports, by
+	// family name (the first series of each).
+	Info map[string]map[string]string
 }
 
 // A Histogram is a Prometheus histogram: cumulative counts by upper bound,
@@ -96,6 +113,18 @@ func newSnapshot(at time.Time, fams map[string]*dto.MetricFamily) Snapshot {
 			if h, ok := mergeHistograms(f); ok {
 				s.Histograms[name] = h
 			}
+		}
+	}
+	for _, name := range infos {
+		if f := family(fams, name); f != nil && len(f.GetMetric()) > 0 {
+			labels := map[string]string{}
+			for _, lp := range f.GetMetric()[0].GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if s.Info == nil {
+				s.Info = map[string]map[string]string{}
+			}
+			s.Info[name] = labels
 		}
 	}
 	return s

@@ -84,6 +84,10 @@ type Summary struct {
 	Before map[string]float64
 	// Series are the run's scrapes, for the detailed result and plots.
 	Series []Snapshot
+	// Info holds the labels of the server's info families (CacheConfigInfo,
+	// SimInfo) by family name, from the last scrape that had any (the one
+	// before the run included); nil when none had.
+	Info map[string]map[string]string
 }
 
 // Value returns one of Names.
@@ -101,6 +105,12 @@ func Summarize(r *Recorder) *Summary {
 	s := &Summary{Interval: r.Interval(), Scrapes: len(series), FailedScrapes: failed, Values: map[string]float64{}, Series: series}
 	if before != nil {
 		s.Before = before.Values
+		s.Info = before.Info
+	}
+	for _, snap := range series {
+		if snap.Info != nil {
+			s.Info = snap.Info
+		}
 	}
 	var notes []string
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command servegate benchmarks LLM servers and gates regressions.
 //
 //	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
-//	servegate sim ...     the vLLM-compatible simulator server
+//	servegate sim ...     the vLLM-compatible simulator server (sim calibrate: a twin's profile)
 //	servegate sweep ...   find the highest request rate that meets a scenario's SLOs
 //	servegate gate ...    compare benchmark results and fail on regressions
 //	servegate report ...  summarise a saved detailed result again
@@ -30,7 +30,8 @@ usage: servegate <command> [flags]
 commands:
   bench   benchmark a server: a drop-in for 'vllm bench serve' (same flags,
           same console report), plus --scenario, --target, --report
-  sim     run the vLLM-compatible simulator server
+  sim     run the vLLM-compatible simulator server; 'sim calibrate' fits a
+          simulator profile (a twin) to runs against a real server
   sweep   find the highest request rate at which a scenario's SLOs hold
   gate    compare base and head benchmark results; fail on a regression
   report  summarise a saved detailed result again (console, plots, HTML)

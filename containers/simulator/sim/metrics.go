@@ -312,6 +312,9 @@ func (m *metrics) write(w io.Writer, st engineStats) {
 		counter("vllm:kv_offload_loaded_blocks", "Simulator: KV blocks loaded back from the offload tier (every load: a sequence readmitted after a preemption loads again).", m.offloadLoaded)
 	}
 	fmt.Fprintf(w, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{%s} 1.0\n", m.cache)
+	// The simulator's own: it says the server is a twin, so that
+	// servegate sim calibrate refuses to fit a twin to a twin.
+	gauge("servegate:sim_info", "Simulator: servegate's vLLM-compatible simulator, not a real server.", 1)
 	m.http.write(w, created)
 }
 

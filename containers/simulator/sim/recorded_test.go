@@ -254,7 +254,9 @@ func requireFraming(tb testing.TB, name string, got *http.Response) {
 }
 
 // TestRecordedMetricsNames: every metric family the simulator exports is
-// one real vLLM exports, with the same type and help text.
+// one real vLLM exports, with the same type and help text, but for its one
+// own: servegate:sim_info, which says the server is the simulator (so that
+// servegate sim calibrate refuses to fit a twin to a twin).
 func TestRecordedMetricsNames(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join(recordedDir, "metrics.body.txt"))
 	require.NoError(t, err)
@@ -269,7 +271,12 @@ func TestRecordedMetricsNames(t *testing.T) {
 	defer s.Close()
 	n := 0
 	ours := map[string]bool{}
-	for _, line := range strings.Split(scrape(t, s), "\n") {
+	body := scrape(t, s)
+	require.Contains(t, body, "\nservegate:sim_info{")
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "# HELP servegate:sim_info ") || strings.HasPrefix(line, "# TYPE servegate:sim_info ") {
+			continue
+		}
 		if strings.HasPrefix(line, "# ") {
 			require.True(t, real[line], "vLLM 0.13.0 has no %q", line)
 			ours[line] = true
