@@ -49,6 +49,25 @@ func simSettings(spec scenario.Target) (map[string]string, error) {
 	return set, nil
 }
 
+// SimParams returns the knobs the simulator of a sim or inproc target
+// runs with: its profile, then its args and served model name, as
+// StartTarget starts it. A prediction of a scenario's own simulator in
+// virtual time (servegate sweep --virtual without --profile) runs them.
+func SimParams(spec scenario.Target) (simulator.Params, error) {
+	if spec.Kind != scenario.TargetSim && spec.Kind != scenario.TargetInproc {
+		return simulator.Params{}, fmt.Errorf("target kind %s is not a simulator: no profile to predict", spec.Kind)
+	}
+	set, err := simSettings(spec)
+	if err != nil {
+		return simulator.Params{}, fmt.Errorf("%s target: %w", spec.Kind, err)
+	}
+	p, err := simulator.Config{Profile: spec.Profile, Set: set}.Resolve()
+	if err != nil {
+		return p, fmt.Errorf("%s target: %w", spec.Kind, err)
+	}
+	return p, nil
+}
+
 // startInproc serves the simulator from this process on a loopback port.
 // Its tokenizer is the target's (the bundled Llama-3 one by default), the
 // same object the plan loads, so prompt counts match the client's.

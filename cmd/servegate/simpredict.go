@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -16,15 +17,16 @@ import (
 	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
-const simPredictUsage = `usage: servegate sim predict --profile FILE --scenario FILE [flags]
+const simPredictUsage = `usage: servegate sim predict --scenario FILE [--profile FILE] [flags]
 
 Predict a scenario's run against a simulator profile in virtual time: the
 simulator's engine runs the scenario's requests (its dataset, arrival
 schedule, concurrency limit and output lengths) on a simulated clock, with
 no server and no sleeping, and the benchmark's own summary reads the
 result, so the block below reads like servegate bench's. It is a
-prediction: no network, no client, no load generator. Scenarios with
-sessions are not supported yet.
+prediction: no network, no client, no load generator. Without --profile
+the scenario's own simulator (a sim or inproc target's profile and args) is
+predicted. Scenarios with sessions are not supported yet.
 
 Exit status: 0 when the predicted run meets the scenario's SLOs, 1 when it
 does not, 2 for bad flags or input.
@@ -42,7 +44,7 @@ func parseSimPredict(args []string, out io.Writer) (*simPredictArgs, *flag.FlagS
 	a := &simPredictArgs{}
 	fs := flag.NewFlagSet("servegate sim predict", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&a.profile, "profile", "", "simulator profile: a shipped name or a YAML `file` (required)")
+	fs.StringVar(&a.profile, "profile", "", "simulator profile: a shipped name or a YAML `file` (default: the scenario's own simulator)")
 	fs.StringVar(&a.scenario, "scenario", "", "scenario `file` (required)")
 	fs.StringVar(&a.name, "name", "", "the scenario of the file to predict (default: the only one)")
 	fs.StringVar(&a.result, "result-filename", "", "write the predicted result JSON to this `file`")
@@ -57,8 +59,6 @@ func parseSimPredict(args []string, out io.Writer) (*simPredictArgs, *flag.FlagS
 	switch {
 	case fs.NArg() > 0:
 		return nil, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case a.profile == "":
-		return nil, fs, errors.New("--profile is required")
 	case a.scenario == "":
 		return nil, fs, errors.New("--scenario is required")
 	case a.detailed && a.result == "":
@@ -80,39 +80,55 @@ func runSimPredict(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "%s: %v (see --help)\n", prog, err)
 		return 2
 	}
-	p, err := loadVirtualProfile(a.profile)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 2
-	}
 	sc, err := predictScenario(a)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 2
 	}
+	vp, err := virtualProfileOf(a.profile, sc)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 2
+	}
 	plan := benchtest.NewPlan(sc)
-	plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", a.profile})
+	plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", vp.name})
 	t0 := time.Now()
-	o, err := twin.Predict(ctx, plan, p)
+	o, err := twin.Predict(ctx, plan, vp.params)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: scenario %s: %v\n", prog, sc.Name, err)
 		return 2
 	}
 	fmt.Fprintf(stdout, "Prediction in virtual time: scenario %s on profile %s (no server ran: %.1f simulated s in %.2f wall s)\n",
-		sc.Name, a.profile, o.Result.Duration.Seconds(), time.Since(t0).Seconds())
+		sc.Name, vp.name, o.Result.Duration.Seconds(), time.Since(t0).Seconds())
 	return writePrediction(a, o, stdout, stderr)
 }
 
-// loadVirtualProfile loads and checks the profile a prediction runs.
-func loadVirtualProfile(name string) (sim.Params, error) {
+// A virtualProfile is the simulator profile a prediction runs, and how
+// the output names it.
+type virtualProfile struct {
+	name   string
+	params sim.Params
+}
+
+// virtualProfileOf loads and checks the profile a prediction of sc runs:
+// the named one, or without a name the scenario's own simulator (its
+// target's profile and args).
+func virtualProfileOf(name string, sc *scenario.Scenario) (*virtualProfile, error) {
+	if name == "" {
+		p, err := benchtest.SimParams(sc.Target)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w; give --profile", sc.Name, err)
+		}
+		return &virtualProfile{name: fmt.Sprintf("of its %s target (%s with its args)", sc.Target.Kind, cmp.Or(sc.Target.Profile, "default")), params: p}, nil
+	}
 	p, err := sim.LoadProfile(name)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
-		return p, fmt.Errorf("profile %s: %w", name, err)
+		return nil, fmt.Errorf("profile %s: %w", name, err)
 	}
-	return p, nil
+	return &virtualProfile{name: name, params: p}, nil
 }
 
 // predictScenario loads the file, picks the scenario and applies the
@@ -139,7 +155,7 @@ func predictScenario(a *simPredictArgs) (*scenario.Scenario, error) {
 		return nil, overrideError(sc.Name, err)
 	}
 	if over.Capacity != nil {
-		return nil, fmt.Errorf("scenario %s has a capacity block: predict its capacity with servegate sweep --virtual --profile %s --scenario %s", sc.Name, a.profile, a.scenario)
+		return nil, fmt.Errorf("scenario %s has a capacity block: predict its capacity with servegate sweep --virtual --scenario %s", sc.Name, a.scenario)
 	}
 	return over, nil
 }

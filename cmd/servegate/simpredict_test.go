@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,11 +85,12 @@ func TestSimPredictErrors(t *testing.T) {
 	sessions := writeScenario(t, sessionScenarioYAML)
 	overMax := writeFile(t, "over.yaml", tenMSProfile+"num_kv_blocks: 2000000\n")
 	invalid := writeFile(t, "invalid.yaml", "max_num_seqs: 0\n")
+	urlTarget := writeScenario(t, "name: u\ntarget: {kind: url, url: \"http://127.0.0.1:9\"}\n")
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--scenario", sc}, "--profile is required"},
+		{[]string{"--scenario", urlTarget}, "scenario u: target kind url is not a simulator: no profile to predict; give --profile"},
 		{[]string{"--profile", profile}, "--scenario is required"},
 		{[]string{"--profile", profile, "--scenario", sc, "--save-detailed"}, "--save-detailed needs --result-filename"},
 		{[]string{"--profile", "no-such-profile", "--scenario", sc}, `unknown profile "no-such-profile"`},
@@ -119,30 +121,47 @@ capacity: {min_rate: 5, max_rate: 200, precision: 0.05}
 // 4/0.1 = 40 req/s; past it the queue, and the TTFT, grow without bound
 // (200 requests at 42 req/s wait up to 0.24 s), below it a request waits
 // for a step to start and one step.
+//
+// The same profile is given as a file (--profile) or as the scenario's own
+// simulator (its target's args, no --profile).
 func TestSweepVirtual(t *testing.T) {
 	profile := writeFile(t, "p.yaml", tenMSProfile)
-	sc := writeScenario(t, sweepVirtualYAML)
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--virtual", "--profile", profile, "--scenario", sc}, &stdout, &stderr)
-	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	out := stdout.String()
-	assert.Contains(t, out, "=== predicted capacity of scenario virtual-capacity on profile "+profile+", in virtual time (no server ran)")
-	m := regexp.MustCompile(`max goodput rate: ([0-9.]+) req/s`).FindStringSubmatch(out)
-	require.NotNil(t, m, out)
-	rate, err := strconv.ParseFloat(m[1], 64)
-	require.NoError(t, err)
-	assert.Greater(t, rate, 36.0, out)
-	assert.LessOrEqual(t, rate, 40.0, out)
+	own := strings.Replace(sweepVirtualYAML, "target: {kind: inproc}",
+		"target: {kind: sim, args: [--max-num-seqs=4, --step-fixed-ms=10, --prefill-token-us=0, --seq-us=0, --context-token-ns=0]}", 1)
+	for _, c := range []struct {
+		name, yaml string
+		args       []string
+		header     string
+	}{
+		{"--profile", sweepVirtualYAML, []string{"--profile", profile}, "on profile " + profile + ", in virtual time (no server ran)"},
+		{"its own simulator", own, nil, "on profile of its sim target (default with its args), in virtual time (no server ran)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"sweep", "--virtual", "--scenario", writeScenario(t, c.yaml)}, c.args...)
+			code := run(context.Background(), args, &stdout, &stderr)
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			out := stdout.String()
+			assert.Contains(t, out, "=== predicted capacity of scenario virtual-capacity "+c.header)
+			m := regexp.MustCompile(`max goodput rate: ([0-9.]+) req/s`).FindStringSubmatch(out)
+			require.NotNil(t, m, out)
+			rate, err := strconv.ParseFloat(m[1], 64)
+			require.NoError(t, err)
+			assert.Greater(t, rate, 36.0, out)
+			assert.LessOrEqual(t, rate, 40.0, out)
+		})
+	}
 }
 
 func TestSweepVirtualErrors(t *testing.T) {
 	profile := writeFile(t, "p.yaml", tenMSProfile)
 	sc := writeScenario(t, sweepVirtualYAML)
+	urlTarget := writeScenario(t, strings.Replace(sweepVirtualYAML, "target: {kind: inproc}", "target: {kind: url, url: \"http://127.0.0.1:9\"}", 1))
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--virtual", "--scenario", sc}, "--virtual needs --profile"},
+		{[]string{"--virtual", "--scenario", urlTarget}, "target kind url is not a simulator: no profile to predict; give --profile"},
 		{[]string{"--profile", profile, "--scenario", sc}, "--profile is only for --virtual"},
 		{[]string{"--virtual", "--profile", profile, "--scenario", sc, "--target", "sim"}, "--target and --base-url do not apply"},
 		{[]string{"--virtual", "--profile", filepath.Join(t.TempDir(), "missing.yaml"), "--scenario", sc}, "missing.yaml"},

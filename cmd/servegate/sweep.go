@@ -16,7 +16,6 @@ import (
 	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/benchtest/twin"
-	"github.com/servegate/servegate/containers/simulator/sim"
 )
 
 const sweepUsage = `usage: servegate sweep --scenario FILE [flags]
@@ -30,11 +29,12 @@ edge is interpolated from the two steps' margins (how far inside their
 tightest bound they stayed); --benchfmt's max-rate-req/s is that edge. The scenario's capacity block sets the defaults;
 a scenario without one is searched with the built-in defaults.
 
-With --virtual --profile FILE no server starts: each step is predicted
-against the simulator profile in virtual time (as servegate sim predict
-does), so the search takes seconds. The result is a prediction of the
-profile's capacity, marked target "virtual". Scenarios with sessions are not
-supported yet.
+With --virtual no server starts: each step is predicted in virtual time
+against a simulator profile (as servegate sim predict does), so the search
+takes seconds: --profile FILE, or without it the scenario's own simulator
+(a sim or inproc target's profile and args). The result is a prediction of
+that profile's capacity, marked target "virtual". Scenarios with sessions
+are not supported yet.
 
 Exit status: 0 when a rate holds every SLO, 1 when none does, 2 for bad
 flags or an invalid run.
@@ -71,7 +71,7 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 	fs.StringVar(&a.report, "report", "", "write a self-contained HTML report (the steps against their rate, and the run at the highest passing rate) to this `file`")
 	fs.IntVar(&a.count, "count", 1, "run the search this many times (one benchfmt line each)")
 	fs.BoolVar(&a.virtual, "virtual", false, "predict each step in virtual time against --profile instead of running a server")
-	fs.StringVar(&a.profile, "profile", "", "with --virtual, the simulator profile: a shipped name or a YAML `file`")
+	fs.StringVar(&a.profile, "profile", "", "with --virtual, the simulator profile: a shipped name or a YAML `file` (default: the scenario's own simulator)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sweepUsage)
 		fs.PrintDefaults()
@@ -88,8 +88,6 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 		return nil, fs, fmt.Errorf("--count must be at least 1, got %d", a.count)
 	case a.minRate < 0 || a.maxRate < 0 || a.precision < 0 || a.budget < 0 || a.stepDuration < 0:
 		return nil, fs, errors.New("--min-rate, --max-rate, --precision, --budget and --step-duration must not be negative")
-	case a.virtual && a.profile == "":
-		return nil, fs, errors.New("--virtual needs --profile, the simulator profile to predict")
 	case !a.virtual && a.profile != "":
 		return nil, fs, errors.New("--profile is only for --virtual (a real search takes its server from the scenario's target)")
 	case a.virtual && (a.target != "" || a.baseURL != ""):
@@ -116,17 +114,15 @@ func runSweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 2
 	}
-	var profile *sim.Params
-	if a.virtual {
-		p, err := loadVirtualProfile(a.profile)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-			return 2
-		}
-		profile = &p
-	}
 	code := 0
 	for _, sc := range scs {
+		var profile *virtualProfile
+		if a.virtual {
+			if profile, err = virtualProfileOf(a.profile, sc); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+				return 2
+			}
+		}
 		code = max(code, sweepScenario(ctx, a, sc, profile, stdout, stderr))
 	}
 	return code
@@ -202,7 +198,7 @@ func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
 // sweepScenario searches one scenario --count times and writes what was
 // asked for: against its target, or with profile (--virtual) in virtual
 // time.
-func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, profile *sim.Params, stdout, stderr io.Writer) int {
+func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, profile *virtualProfile, stdout, stderr io.Writer) int {
 	plan := benchtest.NewPlan(sc)
 	if err := plan.Prepare(ctx); err != nil {
 		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
@@ -217,13 +213,13 @@ func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, pro
 	}}
 	var tgt *benchtest.Target
 	if profile != nil {
-		p := *profile
-		plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", a.profile})
+		p := profile.params
+		plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", profile.name})
 		tgt = twin.Target(p)
 		hooks.Execute = func(ctx context.Context, step *benchtest.Plan) (*benchtest.Outcome, error) {
 			return twin.Predict(ctx, step, p)
 		}
-		fmt.Fprintf(stdout, "=== predicted capacity of scenario %s on profile %s, in virtual time (no server ran)\n", sc.Name, a.profile)
+		fmt.Fprintf(stdout, "=== predicted capacity of scenario %s on profile %s, in virtual time (no server ran)\n", sc.Name, profile.name)
 	} else {
 		var err error
 		if tgt, err = benchtest.StartTarget(ctx, plan.Target, stderr); err != nil {
