@@ -31,6 +31,11 @@ func (r *Result) WriteReport(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%-32s %8d  %-30s %-30s %-30s\n", shortPath(run.Path), run.Requests, cells[0], cells[1], cells[2])
 	}
+	for _, run := range r.Runs {
+		if run.Replay != "open loop" {
+			fmt.Fprintf(w, "%s replayed: %s\n", shortPath(run.Path), run.Replay)
+		}
+	}
 	fmt.Fprintln(w)
 	for i, name := range FigureNames {
 		fmt.Fprintf(w, "median error of %-12s %5.1f%%\n", name+":", 100*r.MedianErr[i])
@@ -116,7 +121,7 @@ func (r *Result) Profile(at time.Time) []byte {
 		for i, name := range FigureNames {
 			cells = append(cells, fmt.Sprintf("%s %.2f → %.2f ms (%+.1f%%)", name, m[i], f[i], 100*e[i]))
 		}
-		c("  %s: %s", filepath.Base(run.Path), strings.Join(cells, ", "))
+		c("  %s (%s): %s", filepath.Base(run.Path), run.Replay, strings.Join(cells, ", "))
 	}
 	c("Median error per figure: %s (goal %.0f%%).", errList(r.MedianErr), 100*Goal)
 	for _, m := range r.Misses() {

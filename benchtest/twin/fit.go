@@ -69,6 +69,11 @@ type replayRun struct {
 	opt  sim.ReplayOptions
 	meas []measured
 	figs Figures
+	// open is, for a run with a concurrency limit, the same run replayed
+	// open-loop at its measured starts; nil otherwise.
+	open *replayRun
+	// note says why the run is replayed as it is, when chosen.
+	note string
 }
 
 // fitter replays the runs under candidate parameters.
@@ -384,6 +389,7 @@ type fitResult struct {
 // with the whole step as a fixed cost), then restarts from the best
 // point once, with at most maxEvals loss evaluations in all.
 func (f *fitter) fit(ctx context.Context, maxEvals int) (fitResult, error) {
+	evals0 := f.evals
 	lo, hi := bounds()
 	obj := f.objective(ctx)
 	step := []float64{1, 1, 1.5, 2}
@@ -402,7 +408,7 @@ func (f *fitter) fit(ctx context.Context, maxEvals int) (fitResult, error) {
 			best, bestF = x, v
 		}
 	}
-	x, v, err := nelderMead(obj, best, []float64{0.3, 0.3, 0.5, 0.7}, lo, hi, max(maxEvals-f.evals, 10))
+	x, v, err := nelderMead(obj, best, []float64{0.3, 0.3, 0.5, 0.7}, lo, hi, max(maxEvals-(f.evals-evals0), 10))
 	if err != nil {
 		return fitResult{}, err
 	}
