@@ -13,5 +13,9 @@
 // benchtest.RunSweep through SweepHooks.Execute.
 //
 // Files: predict.go (virtual-time runs of a plan; branch "virtual"),
-// calibrate.go and fit.go (the fit and its report; branch "calibrate").
+// calibrate.go (the checks of the runs and the fit's course),
+// calibrate_input.go (reading result files), calibrate_stated.go (the
+// configuration: stated, inferred or not pinned down), fit.go (the
+// replays, the loss, Nelder-Mead, the jitter, the flat directions) and
+// calibrate_report.go (the residuals and the profile YAML).
 package twin
