@@ -140,15 +140,7 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 			return PairEstimate{}, fmt.Errorf("bootstrap: request %d: base %v, head %v at %v s: want positive finite values", i, p.Base, p.Head, p.Start)
 		}
 	}
-	if reps <= 0 {
-		reps = BootstrapReps
-	}
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(1, 27))
-	}
-	ps := make([]RequestPair, n)
-	copy(ps, pairs)
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
+	ps, reps, rng := inTimeOrder(pairs, reps, rng)
 	if block <= 0 {
 		x := make([]float64, n)
 		for i, p := range ps {
@@ -273,15 +265,7 @@ func BootstrapCount(pairs []RequestPair, offset float64, reps, block int, rng *r
 	if !(sh > 0) {
 		return PairEstimate{}, errNoHeadCount
 	}
-	if reps <= 0 {
-		reps = BootstrapReps
-	}
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(1, 27))
-	}
-	ps := make([]RequestPair, n)
-	copy(ps, pairs)
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
+	ps, reps, rng := inTimeOrder(pairs, reps, rng)
 	if block <= 0 {
 		x := make([]float64, n)
 		for i, p := range ps {
@@ -317,3 +301,19 @@ func BootstrapCount(pairs []RequestPair, offset float64, reps, block int, rng *r
 // errNoHeadCount is BootstrapCount's error when no request of head
 // counted while base's did.
 var errNoHeadCount = errors.New("bootstrap: no request of head counted, while base's did")
+
+// inTimeOrder is the bootstrap's common set-up: a copy of pairs sorted by
+// start time (blocks are runs in time), and the default replicate count
+// and generator when none is given.
+func inTimeOrder(pairs []RequestPair, reps int, rng *rand.Rand) ([]RequestPair, int, *rand.Rand) {
+	if reps <= 0 {
+		reps = BootstrapReps
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(1, 27))
+	}
+	ps := make([]RequestPair, len(pairs))
+	copy(ps, pairs)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
+	return ps, reps, rng
+}
