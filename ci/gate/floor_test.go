@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,11 @@ func TestFixedSampleWall(t *testing.T) {
 			t.Errorf("waldASNFraction(%v, %v) = %.4f, %.4f, want %.4f, %.4f", v.alpha, v.beta, h0, h1, v.h0, v.h1)
 		}
 	}
+	// The robust spread: 1, 2, 3, 4, 100 lie 2, 1, 0, 1, 97 from their
+	// median 3, whose median is 1: 1.4826, where the sd is 43.
+	if got := madSigma([]float64{1, 2, 3, 4, 100}); math.Abs(got-1.4826) > 1e-9 {
+		t.Errorf("madSigma(1, 2, 3, 4, 100) = %v, want 1.4826", got)
+	}
 	// The chi-square quantiles the interval uses: 19 degrees of freedom,
 	// 5% and 95% (tables: 10.117 and 30.144).
 	for _, v := range []struct{ p, want float64 }{{0.05, 10.117}, {0.95, 30.144}} {
@@ -138,6 +144,18 @@ func TestFixedSampleWall(t *testing.T) {
 			t.Errorf("chiSquareQuantile(%v, 19) = %.3f, want %.3f", v.p, got, v.want)
 		}
 	}
+}
+
+// madSigma is the spread of x by its median absolute deviation, scaled
+// by 1.4826 so that it estimates the standard deviation of a normal
+// sample: far below stddev(x) when a few values lie far out.
+func madSigma(x []float64) float64 {
+	m := Median(x)
+	dev := make([]float64, len(x))
+	for i, v := range x {
+		dev[i] = math.Abs(v - m)
+	}
+	return 1.4826 * Median(dev)
 }
 
 // floorFigure is one gated figure's per-pair estimates at one run size.
@@ -292,12 +310,19 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 			for unit, v := range map[string]float64{
 				"sigma-%s-%%": 100 * sigma, "bootSE-%s-%%": 100 * meanOf(f.SE), "meanD-%s-%%": 100 * meanOf(f.D),
 				"s-%s-%%sqrt-s": 100 * sigma * math.Sqrt(t), "Tmin-%s-s": tmin, "Tmin90lo-%s-s": tlo, "Tmin90hi-%s-s": thi,
-				"Tasn-%s-s": asn1 * tmin, "Tasn0-%s-s": asn0 * tmin,
+				"Tasn-%s-s": asn1 * tmin, "Tasn0-%s-s": asn0 * tmin, "sigmaMAD-%s-%%": 100 * madSigma(f.D),
 			} {
 				metrics[fmt.Sprintf(unit, name)] = v
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.2f%% (%.2f–%.2f) | %.2f%% | %+.2f%% | %.2f s | %.2f%%·√s | %.0f s (%.0f–%.0f) | %.0f s |",
 				s, machine, name, 100*sigma, 100*lo, 100*hi, 100*meanOf(f.SE), 100*meanOf(f.D), t, 100*sigma*math.Sqrt(t), tmin, tlo, thi, asn1*tmin))
+			sorted := slices.Clone(f.D)
+			slices.Sort(sorted)
+			var ds []string
+			for _, d := range sorted {
+				ds = append(ds, fmt.Sprintf("%+.1f", 100*d))
+			}
+			rows = append(rows, fmt.Sprintf("%s %s: robust spread 1.4826·MAD %.2f%%; per-pair D (%%), sorted: %s", s, name, 100*madSigma(f.D), strings.Join(ds, " ")))
 		}
 		b.Run(s.String(), func(b *testing.B) {
 			for unit, v := range metrics {
