@@ -270,14 +270,15 @@ func collectPairedTrials(ctx context.Context, tb testing.TB, sr *simRunner, n, r
 var neighbours []*exec.Cmd
 
 // startNeighbour starts this test binary as a noisy neighbour
-// (TestNeighbour), stopped by stopNeighbours or at the end of t.
-func startNeighbour(t *testing.T) {
-	t.Helper()
+// (TestNeighbour), stopped by stopNeighbours or at the end of tb (a test
+// or a benchmark: BenchmarkVerdictFloor stands beside the same burner).
+func startNeighbour(tb testing.TB) {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNeighbour$")
 	cmd.Env = append(os.Environ(), envNeighbour+"=1")
-	require.NoError(t, cmd.Start())
+	require.NoError(tb, cmd.Start())
 	neighbours = append(neighbours, cmd)
-	t.Cleanup(stopNeighbours)
+	tb.Cleanup(stopNeighbours)
 	time.Sleep(time.Second)
 }
 
