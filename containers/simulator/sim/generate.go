@@ -155,6 +155,16 @@ func (s *Server) refuseFault(w http.ResponseWriter, r *http.Request, j *job, arr
 	return true
 }
 
+// frontend waits frontend_ms, the modelled time a request spends in a
+// real server's front end before it reaches the engine's queue. A client
+// that goes away meanwhile is seen by the handler's next wait, which
+// aborts the sequence as usual.
+func (s *Server) frontend(r *http.Request) {
+	if s.p.FrontendMS > 0 {
+		sleepCtx(r, time.Duration(s.p.FrontendMS*float64(time.Millisecond)))
+	}
+}
+
 func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 	notify := make(chan struct{}, 1) // shared: the handler waits for any choice
 	kids := make([]*seq, len(j.choices))
@@ -170,6 +180,7 @@ func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 		}
 	}
 	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
+	s.frontend(r)
 	s.eng.submit(kids...)
 	return kids
 }
