@@ -128,7 +128,7 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	pair, err := pairLabel()
 	require.NoError(b, err)
 	if sc.Capacity != nil {
-		b.Skipf("paired mode: scenario %s is a capacity search, whose steps differ between the sides and do not pair; gate it with ci/compare.sh without --paired", sc.Name)
+		b.Skipf("paired mode: scenario %s is a capacity search, whose steps differ between the sides and do not pair; gate it with ci/compare.sh --interleaved", sc.Name)
 	}
 	plan, head := start(b, owner, sc)
 	log := testLog{b}

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# compare.sh [--paired|--sequential] BASE_REF [HEAD_REF]: benchmark two revisions of the
-# repository in the current directory, interleaved (or paired), then run
-# the regression gate.
+# compare.sh [--baseline-store DIR] [--sequential|--paired|--interleaved] BASE_REF [HEAD_REF]: benchmark
+# two revisions of the repository in the current directory, then run the
+# regression gate. The default, --sequential, is the fast paired verdict
+# (docs/verdicts.md): base and head at the same time, pair after pair,
+# until every scenario is decided; --paired and --interleaved are the
+# older, fixed-count modes.
 #
 # BASE_REF is checked out in a temporary git worktree. HEAD_REF defaults to
 # the current working tree (uncommitted changes included); a ref is checked
-# out in a second worktree. Both sides then run
+# out in a second worktree.
+#
+# --interleaved: both sides run
 #
 #   go test -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 $PKGS
 #
@@ -18,9 +23,14 @@
 # wrote one (go test's output rounds to 4 digits), else the .txt pair.
 #
 # Environment (defaults in brackets):
-#   COUNT      runs per side [10]; the gate needs >= 4, a confidence interval 6
-#   WARMUP     runs per side before those, discarded [0]: first runs that pay
-#              for image builds or cold caches
+#   COUNT      --sequential: the cap on pairs [8], 3 to 8; --paired: pairs
+#              [10], >= 6; --interleaved: runs per side [10], >= 4 (6 for a
+#              confidence interval)
+#   WARMUP     runs (pairs) per side before those, discarded [0]: first runs
+#              that pay for image builds or cold caches
+#   STEADY_STATE --sequential: the steady-state window of gate -sequential
+#              -steady-state, a fraction in [0, 0.4] of the schedule dropped
+#              at each end [0: every request]
 #   PKGS       packages to benchmark [./scenarios/...]
 #   BENCH      -bench regexp [.]
 #   BENCHTIME  -benchtime [1x]: one iteration is one full scenario run
@@ -46,16 +56,22 @@
 # -paired (Wilcoxon signed-rank test on per-pair ratios). BENCHTIME must be
 # 1x; the gate needs COUNT >= 6.
 #
-# --sequential: pairs as --paired, run one at a time up to COUNT (default
-# 8, the sequential test's cap); after each pair every scenario not yet
-# decided is judged on p99 TTFT by gate -sequential on its pairs' result
-# JSON so far (<scenario>.bench-base.1.json and <scenario>.bench.1.json
-# in the pair's SERVEGATE_OUT), and the pairs stop when every scenario is
-# decided (docs/verdicts.md). $OUT/gate.txt says per scenario how many
-# pairs it used and why it stopped. Only p99 TTFT is gated in this mode
-# (not fail-ratio, not goodput). Exit 0 every scenario no regression, 1 a
-# regression (and nothing undecided), 2 a scenario undecided at the cap
-# or a bad input.
+# --sequential (the default): pairs as --paired, run one at a time up to
+# COUNT (default 8, the sequential test's cap); after each pair every
+# scenario not yet decided is judged by gate -sequential on its pairs'
+# result JSON so far (<scenario>.bench-base.1.json and
+# <scenario>.bench.1.json in the pair's SERVEGATE_OUT): p99 TTFT and
+# goodput by a sequential test on the pairs' block-bootstrapped
+# estimates, fail-ratio by a sign test on the requests that failed on one
+# side only. The pairs stop when every scenario is decided. $OUT/gate.txt
+# and $OUT/gate.md (the job summary, the pull request comment) say per
+# scenario how many pairs it took and why it stopped ("regression of
+# ttft-p99-sec after 3 pairs", "undecided: capped at 8 pairs ... exit 2").
+# Exit 0 every scenario no regression, 1 a regression (and nothing
+# undecided), 2 a scenario undecided at the cap or a bad input.
+#
+# --baseline-store DIR (or BASELINE_STORE=DIR; first argument): the
+# history baseline, see the block "history baseline" below.
 #
 # Exit status: the gate's (0 pass, 1 regression, 2 bad input); 2 also when
 # a checkout or a benchmark run fails.
@@ -63,11 +79,28 @@ set -euo pipefail
 
 die() { echo "compare: $*" >&2; exit 2; }
 
-paired=0
-sequential=0
-if [ "${1:-}" = --paired ]; then paired=1; shift; fi
-if [ "${1:-}" = --sequential ]; then paired=1; sequential=1; shift; fi
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--paired|--sequential] BASE_REF [HEAD_REF]"
+# ---- history baseline: arguments (issue 27; block below) ----------------
+baseline_store=${BASELINE_STORE:-}
+if [ "${1:-}" = --baseline-store ]; then
+  [ $# -ge 2 ] || die "--baseline-store: want the results store's directory"
+  baseline_store=$2
+  shift 2
+fi
+if [ -n "$baseline_store" ]; then
+  case "${1:-}" in --*) die "--baseline-store: not with $1: it picks its own mode, and falls back to --sequential by itself" ;; esac
+  COUNT=${COUNT:-8}
+fi
+# ---- end of the history baseline's arguments ----------------------------
+
+paired=1
+sequential=1
+case "${1:-}" in
+  --sequential) shift ;;
+  --paired) sequential=0; shift ;;
+  --interleaved) paired=0; sequential=0; shift ;;
+  --*) die "unknown mode ${1}: want --sequential (the default), --paired or --interleaved" ;;
+esac
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ci/compare.sh [--baseline-store DIR] [--sequential|--paired|--interleaved] BASE_REF [HEAD_REF]"
 base_ref=$1
 head_ref=${2:-}
 if [ "$sequential" = 1 ]; then COUNT=${COUNT:-8}; else COUNT=${COUNT:-10}; fi
@@ -79,6 +112,14 @@ OUT=${OUT:-out/compare}
 GATE_FLAGS=${GATE_FLAGS--ignore image}
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT=$COUNT: want a positive integer"
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP=$WARMUP: want a non-negative integer"
+STEADY_STATE=${STEADY_STATE:-0}
+if [ "$sequential" = 1 ]; then
+  [ "$COUNT" -ge 3 ] && [ "$COUNT" -le 8 ] || die "--sequential: COUNT=$COUNT: the cap on pairs must be 3 to 8 (decisions from 3 pairs; gate -sequential stops at 8)"
+  [[ $STEADY_STATE =~ ^(0|0?\.[0-9]+)$ ]] || die "STEADY_STATE=$STEADY_STATE: want a fraction in [0, 0.4]"
+  GATE_FLAGS="$GATE_FLAGS -steady-state $STEADY_STATE"
+elif [ "$STEADY_STATE" != 0 ]; then
+  die "STEADY_STATE=$STEADY_STATE: only with --sequential"
+fi
 if [ "$paired" = 1 ] && [ "$BENCHTIME" != 1x ]; then die "--paired: BENCHTIME=$BENCHTIME: paired mode runs one pair per go test run, BENCHTIME=1x"; fi
 
 here=$(cd "$(dirname "$0")/.." && pwd)          # the checkout holding this script
@@ -123,6 +164,7 @@ fi
 mode="$COUNT interleaved runs"
 if [ "$paired" = 1 ]; then mode="$COUNT pairs (base and head at the same time, head's harness)"; fi
 if [ "$sequential" = 1 ]; then mode="at most $COUNT pairs, stopping when every scenario is decided (base and head at the same time, head's harness)"; fi
+if [ -n "$baseline_store" ]; then mode="head's runs against main's stored runs (history baseline), at most $COUNT"; fi
 echo "compare: base $base_sha, head $head_sha, $mode of $PKGS" | tee -a "$OUT/runs.log"
 
 if [ -z "${GATE:-}" ]; then
@@ -186,7 +228,7 @@ run_pair() {
 # sequential_step I: add pair I's result JSON to each scenario's list and
 # judge every scenario not yet decided; returns 0 when all are decided.
 sequential_step() {
-  local i=$1 sgout=$tmp/out/pair-$1 f name code open=0
+  local i=$1 sgout=$tmp/out/pair-$1 f name code why open=0
   mkdir -p "$tmp/seq"
   for f in "$sgout"/*.bench-base.1.json; do
     [ -e "$f" ] || die "pair $i wrote no <scenario>.bench-base.1.json in its output: --sequential needs servegate scenario benchmarks"
@@ -198,18 +240,150 @@ sequential_step() {
     name=$(basename "$f" .files)
     [ -e "$tmp/seq/$name.done" ] && continue
     code=0
+    rm -f "$tmp/seq/$name.md"
     mapfile -t files <"$f"
     # shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
-    $GATE $GATE_FLAGS -sequential "${files[@]}" >"$tmp/seq/$name.out" 2>&1 || code=$?
+    $GATE $GATE_FLAGS -markdown "$tmp/seq/$name.md" -sequential "${files[@]}" >"$tmp/seq/$name.out" 2>&1 || code=$?
     if [ "$code" = 2 ] && grep -q "not decided yet" "$tmp/seq/$name.out" && [ "$i" -lt "$COUNT" ]; then
       open=1
       continue
     fi
     echo "$code" >"$tmp/seq/$name.done"
-    { echo "== $name: after pair $i (exit $code)"; cat "$tmp/seq/$name.out"; } >>"$OUT/gate.txt"
+    why=$(sed -n 's/^verdict: //p' "$tmp/seq/$name.out" | tail -1)
+    [ -n "$why" ] || why=$(tail -1 "$tmp/seq/$name.out")
+    { echo "== $name: after pair $i (exit $code): $why"; cat "$tmp/seq/$name.out"; } >>"$OUT/gate.txt"
+    {
+      echo "### \`$name\`: exit $code after $i pair(s)"
+      echo
+      if [ -s "$tmp/seq/$name.md" ]; then cat "$tmp/seq/$name.md"; else echo '```'; tail -5 "$tmp/seq/$name.out"; echo '```'; fi
+      echo
+    } >>"$tmp/seq.md"
+    echo "| \`$name\` | $code | $i | ${why//|/\\|} |" >>"$tmp/seq-table.md"
   done
   return "$open"
 }
+
+# ---- history baseline (--baseline-store DIR) -----------------------------
+# Head's runs are judged against main's runs in the results store DIR
+# (docs/verdicts.md, "A baseline from history") instead of base's. FRESH
+# [2] fresh base runs are made beside head's first runs (base, head, base,
+# head: single runs, as main's stored runs were made), then head runs
+# alone, at most COUNT [8, the sequential test's cap]. After each head run
+# every scenario not yet decided is judged by gate -sequential
+# -baseline-store on its result JSON so far (<scenario>.bench.1.json of
+# each run's SERVEGATE_OUT): the fresh base runs check the drift of the
+# machine since main's runs, then the sequential test judges head run k
+# against stored run k. $OUT/gate.txt says per scenario how many head runs
+# it used and why it stopped.
+#   RUNNER_TYPE       runner type of the stored runs [$SERVEGATE_RUNNER, else local]
+#   BASE_COMMIT       main's stored commit to compare against [BASE_REF's commit]
+#   BASELINE_MAX_AGE  days since main's runs were added, 1 to 365 [the gate's, 30]
+#   FRESH             fresh base runs, 1 to COUNT [2]
+#   BASELINE_FALLBACK 1: when a scenario's stored baseline cannot serve
+#                     (missing, stale, another runner type or scenario
+#                     version, invalid or too few runs) or the fresh runs
+#                     show a drift, run the whole comparison again as
+#                     --sequential (base and head paired) in $OUT/fallback,
+#                     whose exit status is the verdict; 0: exit 2 with the
+#                     reason [1]
+# Only p99 TTFT is gated in this mode. Exit 0 every scenario no regression,
+# 1 a regression (and nothing undecided), 2 undecided or bad input.
+if [ -n "$baseline_store" ]; then
+  FRESH=${FRESH:-2}
+  BASELINE_FALLBACK=${BASELINE_FALLBACK:-1}
+  [ "$COUNT" -le 8 ] || die "--baseline-store: COUNT=$COUNT: the sequential test's cap is 8 head runs"
+  [[ $FRESH =~ ^[1-9][0-9]*$ ]] && [ "$FRESH" -le "$COUNT" ] || die "--baseline-store: FRESH=$FRESH: want 1 to COUNT ($COUNT) fresh base runs"
+  [[ $BASELINE_FALLBACK =~ ^[01]$ ]] || die "--baseline-store: BASELINE_FALLBACK=$BASELINE_FALLBACK: want 1 or 0"
+  [ -d "$baseline_store" ] || die "--baseline-store $baseline_store: no such directory"
+  [ "$BENCHTIME" = 1x ] || die "--baseline-store: BENCHTIME=$BENCHTIME: one run is one go test run, BENCHTIME=1x"
+  runner_type=${RUNNER_TYPE:-${SERVEGATE_RUNNER:-local}}
+  base_commit=${BASE_COMMIT:-$base_sha}
+  age=()
+  if [ -n "${BASELINE_MAX_AGE:-}" ]; then age=(-baseline-max-age "$BASELINE_MAX_AGE"); fi
+  echo "compare: history baseline: head's runs against main's commit $base_commit in $baseline_store (runner type $runner_type), $FRESH fresh base run(s) for the drift check, at most $COUNT head runs" | tee -a "$OUT/runs.log"
+  : >"$OUT/gate.txt"
+  mkdir -p "$tmp/hb"
+  fallback=0
+  # baseline_step I: judge every scenario not yet decided after head run I;
+  # returns 0 when all are decided.
+  baseline_step() {
+    local i=$1 f name code open=0 g
+    for f in "$tmp/out/head-$i"/*.bench.1.json; do
+      [ -e "$f" ] || die "head run $i wrote no <scenario>.bench.1.json in its output: --baseline-store needs servegate scenario benchmarks"
+      name=$(basename "$f" .bench.1.json)
+      echo "$f" >>"$tmp/hb/$name.heads"
+      if [ "$i" -le "$FRESH" ]; then
+        [ -s "$tmp/out/base-$i/$name.bench.1.json" ] || die "fresh base run $i: $name has head's result JSON but not base's"
+        echo "$tmp/out/base-$i/$name.bench.1.json" >>"$tmp/hb/$name.fresh"
+      fi
+    done
+    for f in "$tmp/hb"/*.heads; do
+      name=$(basename "$f" .heads)
+      [ -e "$tmp/hb/$name.done" ] && continue
+      local heads=() fresh=()
+      mapfile -t heads <"$f"
+      while read -r g; do fresh+=(-fresh-base "$g"); done <"$tmp/hb/$name.fresh"
+      code=0
+      # shellcheck disable=SC2086 # GATE and GATE_FLAGS are word lists
+      $GATE $GATE_FLAGS -sequential -baseline-store "$baseline_store" -runner "$runner_type" -base-commit "$base_commit" \
+        "${age[@]}" "${fresh[@]}" "${heads[@]}" >"$tmp/hb/$name.out" 2>&1 || code=$?
+      if [ "$code" = 2 ] && grep -q "not decided yet" "$tmp/hb/$name.out" && [ "$i" -lt "$COUNT" ]; then
+        open=1
+        continue
+      fi
+      echo "$code" >"$tmp/hb/$name.done"
+      { echo "== $name: after head run $i (exit $code)"; cat "$tmp/hb/$name.out"; } >>"$OUT/gate.txt"
+      if [ "$code" = 2 ] && grep -qE '^gate: (baseline: |-baseline-store: drift: )' "$tmp/hb/$name.out"; then fallback=1; fi
+    done
+    return "$open"
+  }
+  for i in $(seq 1 "$WARMUP"); do
+    run base "$tmp/base" "$i" warmup
+    run head "$head_dir" "$i" warmup
+  done
+  for i in $(seq 1 "$COUNT"); do
+    if [ "$i" -le "$FRESH" ]; then run base "$tmp/base" "$i"; fi
+    run head "$head_dir" "$i"
+    echo "compare: head run $i of at most $COUNT done" >&2
+    decided=0
+    if baseline_step "$i"; then decided=1; fi
+    if [ "$fallback" = 1 ] || [ "$decided" = 1 ]; then break; fi
+  done
+  gated=1
+  cat "$OUT/gate.txt"
+  # baseline_markdown TITLE FILE...: $OUT/gate.md for the job summary and
+  # the pull request comment (this mode writes no gate JSON).
+  baseline_markdown() {
+    local title=$1
+    shift
+    { printf '### %s\n\nOnly p99 TTFT is gated in this mode (docs/verdicts.md, "A baseline from history").\n\n```\n' "$title"; cat "$@" 2>/dev/null || true; printf '```\n'; } >"$OUT/gate.md"
+  }
+  if [ "$fallback" = 1 ]; then
+    if [ "$BASELINE_FALLBACK" = 0 ]; then
+      echo "compare: history baseline: a stored baseline cannot serve (the reason is above); exit 2 (BASELINE_FALLBACK=0)" | tee -a "$OUT/runs.log" >&2
+      baseline_markdown "History baseline: cannot tell (exit 2)" "$OUT/gate.txt"
+      exit 2
+    fi
+    echo "compare: history baseline: a stored baseline cannot serve (the reason is above); falling back to --sequential, base and head paired, in $OUT/fallback" | tee -a "$OUT/runs.log" >&2
+    status=0
+    BASELINE_STORE="" OUT="$OUT/fallback" "$here/ci/compare.sh" --sequential "$base_ref" ${head_ref:+"$head_ref"} || status=$?
+    echo "compare: history baseline fell back to --sequential: exit $status" | tee -a "$OUT/runs.log" >&2
+    baseline_markdown "History baseline not used; base and head paired (--sequential): exit $status" "$OUT/gate.txt" "$OUT/fallback/gate.txt"
+    exit "$status"
+  fi
+  status=0
+  for f in "$tmp/hb"/*.done; do
+    case $(cat "$f") in
+      0) ;;
+      1) [ "$status" = 0 ] && status=1 ;;
+      *) status=2 ;;
+    esac
+  done
+  echo "compare: history baseline verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
+  baseline_markdown "History baseline: exit $status" "$OUT/gate.txt"
+  exit "$status"
+fi
+# ---- end of the history baseline -----------------------------------------
 
 if [ "$sequential" = 1 ]; then
   : >"$OUT/gate.txt"
@@ -228,8 +402,31 @@ if [ "$sequential" = 1 ]; then
       *) status=2 ;;
     esac
   done
+  # Scenarios paired mode skips (capacity searches) are not gated: say so.
+  skipped=$(grep -o 'paired mode: scenario [^ ]* is a capacity search' "$OUT/head.log" | sort -u | sed 's/^paired mode: scenario \([^ ]*\) .*/\1: a capacity search, which does not pair/' || true)
+  if [ -n "$skipped" ]; then
+    echo "$skipped" | sed 's/^/== not gated by the paired verdict (ci\/compare.sh --interleaved gates it): /' >>"$OUT/gate.txt"
+  fi
   cat "$OUT/gate.txt"
-  echo "compare: sequential verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
+  verdict=$(case $status in 0) echo "no regression" ;; 1) echo "regression" ;; *) echo "no verdict: a scenario undecided or a bad input" ;; esac)
+  {
+    echo "## servegate: $verdict (exit $status)"
+    echo
+    echo "Fast paired verdict (docs/verdicts.md): base and head at the same time, one schedule; p99 TTFT and goodput by a sequential test over the pairs, fail-ratio by a sign test; at most $COUNT pairs."
+    echo
+    echo "| scenario | exit | pairs | why it stopped |"
+    echo "| --- | --- | --- | --- |"
+    cat "$tmp/seq-table.md" 2>/dev/null || true
+    echo
+    if [ -n "$skipped" ]; then
+      echo "**Not gated by the paired verdict** (run \`ci/compare.sh --interleaved\` for them):"
+      echo
+      echo "$skipped" | sed 's/^/- /'
+      echo
+    fi
+    cat "$tmp/seq.md" 2>/dev/null || true
+  } >"$OUT/gate.md"
+  echo "compare: sequential verdict: exit $status ($verdict)" | tee -a "$OUT/runs.log" >&2
   exit "$status"
 fi
 

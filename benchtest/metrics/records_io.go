@@ -42,6 +42,16 @@ func (s *Summary) recordArrays() object {
 		{"scheduled_times", sched}, {"dispatch_times", disp}, {"free_times", free},
 		{"failure_kinds", kinds}, {"unsent", unsent}, {"chunk_tokens", chunks},
 	}
+	if len(s.Options.Goodput) > 0 && !s.Options.Pooling {
+		// Whether each request counted in request_goodput: the paired
+		// fast verdict (ci/gate) resamples these per request.
+		good := make([]any, n)
+		for i := range s.records {
+			r := &s.records[i]
+			good[i] = r.Success && !r.Unsent && meetsGoodput(r, s.Options.Goodput)
+		}
+		o = append(o, Field{"goodput_met", good})
+	}
 	if s.Sessions != nil {
 		o = append(o, s.sessionArrays()...)
 	}

@@ -57,7 +57,8 @@ type RunInfo struct {
 	// detailed result, the per-request arrays that make the file a
 	// complete record set for RecordsFromResult (request_ids, prompt_lens,
 	// scheduled_times, dispatch_times, free_times, failure_kinds, unsent,
-	// chunk_tokens).
+	// chunk_tokens) and, with goodput SLOs, goodput_met (whether each
+	// request counted in request_goodput, for ci/gate's paired verdict).
 	Extras bool
 	// Appendix holds keys written after all others, in order, whatever
 	// Extras says: servegate's server_metrics and capacity results. Values
@@ -77,7 +78,7 @@ type RPSChange struct {
 var perRequestKeys = []string{
 	"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
 	"start_times", "latencies",
-	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "free_times", "failure_kinds", "unsent", "chunk_tokens",
+	"request_ids", "prompt_lens", "scheduled_times", "dispatch_times", "free_times", "failure_kinds", "unsent", "chunk_tokens", "goodput_met",
 	"ttfcs", "reasoning_tokens", "tool_calls", "finish_reasons",
 	"session_ids", "session_turns", "session_tool_rounds", "tool_cap_hit",
 }

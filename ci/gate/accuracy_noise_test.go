@@ -25,15 +25,16 @@ const (
 	envNeighbour      = "SERVEGATE_NEIGHBOUR"
 )
 
-// allCells are the cells of TestAccuracyNoise: mode a, b or c on a quiet
-// machine (q) or beside the induced neighbour (n).
-var allCells = []string{"aq", "bq", "cq", "an", "bn", "cn"}
+// allCells are the cells of TestAccuracyNoise: mode a, b, c or s on a
+// quiet machine (q) or beside the induced neighbour (n).
+var allCells = []string{"aq", "bq", "cq", "an", "bn", "cn", "sq", "sn"}
 
 // accuracyModes describes the modes of TestAccuracyNoise.
 var accuracyModes = map[byte]string{
 	'a': "(a) sequential, every run kept",
 	'b': "(b) sequential, harness-health rule",
 	'c': "(c) paired, harness-health rule",
+	's': "(s) fast paired verdict: paired at the request, sequential",
 }
 
 // TestAccuracyNoise measures the gate against the in-process simulator
@@ -54,7 +55,16 @@ var accuracyModes = map[byte]string{
 //     started alternating between base and head: 10 pairs of base and
 //     A/A head, 10 of a second base and the +10% head (40 runs, 20 time
 //     slots); gate -paired compares each pair set; a pair with either run
-//     past the harness limits is run again.
+//     past the harness limits is run again;
+//   - (s) the fast paired verdict, compare.sh's default: a trial is A/A
+//     pairs (two in-process simulators of one build, driven at the same
+//     time with one schedule: seqSimRequests requests at seqSimRate
+//     req/s, goodput SLO seqSimSLO on TTFT), drawn one at a time while a
+//     verdict is open, at most 8; on the same pairs FastJudge (default
+//     policy and design) judges the A/A and head with +5% and +10% TTFT
+//     and -5% goodput injected in the gated unit (seqConditions). Its
+//     table gives per row the verdicts, the pairs used and the wall time
+//     per verdict (the pairs' wall time plus the statistics').
 //
 // Each cell collects its own trials. A run is the accuracy scenario of
 // TestAccuracySimulator (16 chat requests in a burst, ~0.2 s). Detection
@@ -100,6 +110,7 @@ func TestAccuracyNoise(t *testing.T) {
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 	}
 	var strict *accuracy
+	var seqRows []string
 	for _, cell := range cells {
 		neighbour := cell[1] == 'n'
 		where := "quiet"
@@ -111,6 +122,15 @@ func TestAccuracyNoise(t *testing.T) {
 			if neighbours > 1 {
 				where = fmt.Sprintf("%d neighbours", neighbours)
 			}
+		}
+		if cell[0] == 's' {
+			start := time.Now()
+			seqRows = append(seqRows, sequentialCell(ctx, t, sr, n, cell, where)...)
+			t.Logf("cell %s: %v", cell, time.Since(start).Round(time.Second))
+			if neighbour {
+				stopNeighbours()
+			}
+			continue
 		}
 		load0 := loadAverage()
 		start := time.Now()
@@ -139,7 +159,12 @@ func TestAccuracyNoise(t *testing.T) {
 			strict = &res
 		}
 	}
-	t.Logf("gate accuracy, %d trials per cell, count 10, default policy:\n%s", n, strings.Join(rows, "\n"))
+	if len(rows) > 2 {
+		t.Logf("gate accuracy, %d trials per cell, count 10, default policy:\n%s", n, strings.Join(rows, "\n"))
+	}
+	if len(seqRows) > 0 {
+		t.Logf("fast paired verdict, %d trials per cell, default policy and design:\n%s\n%s", n, seqTableHeader, strings.Join(seqRows, "\n"))
+	}
 	if os.Getenv("SERVEGATE_ACCURACY_STRICT") != "" {
 		require.NotNil(t, strict, "SERVEGATE_ACCURACY_STRICT asserts the goal on cell cn; run it")
 		require.LessOrEqual(t, float64(strict.aaFail)/float64(n), 0.01, "goal: A/A false-fail <= 1%% in paired mode beside the neighbour")

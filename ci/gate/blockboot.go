@@ -140,15 +140,7 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 			return PairEstimate{}, fmt.Errorf("bootstrap: request %d: base %v, head %v at %v s: want positive finite values", i, p.Base, p.Head, p.Start)
 		}
 	}
-	if reps <= 0 {
-		reps = BootstrapReps
-	}
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(1, 27))
-	}
-	ps := make([]RequestPair, n)
-	copy(ps, pairs)
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
+	ps, reps, rng := inTimeOrder(pairs, reps, rng)
 	if block <= 0 {
 		x := make([]float64, n)
 		for i, p := range ps {
@@ -236,4 +228,92 @@ func logRatio(base, head float64) (float64, error) {
 		return 0, errors.New("bootstrap: a figure is not positive and finite (base " + fmt.Sprint(base) + ", head " + fmt.Sprint(head) + ")")
 	}
 	return math.Log(head / base), nil
+}
+
+// BootstrapCount estimates the change of a count-based rate, goodput,
+// between the two sides of one paired run: D = log(sum of head's weights
+// / sum of base's) + offset, offset being log(base's duration / head's)
+// for goodput over the whole run (0 over a steady-state window, whose
+// span both sides share), and its standard error from the same circular
+// moving-block bootstrap over time as BootstrapPair (whole request pairs
+// in blocks, so that what the sides share and the correlation in time
+// are kept). The weights are 1 for a request that counted (met every
+// goodput SLO), 0 for one that did not. A replicate whose sum is 0 on a
+// side counts half a request there, so that its log stays finite.
+// Base's sum must be positive; head's 0 is an error the caller judges
+// (no request met the SLO: a regression, not noise). The durations do
+// not vary in the bootstrap: the spread between pairs sees their noise.
+func BootstrapCount(pairs []RequestPair, offset float64, reps, block int, rng *rand.Rand) (PairEstimate, error) {
+	n := len(pairs)
+	if n < minBootstrapRequests {
+		return PairEstimate{}, fmt.Errorf("bootstrap: %d requests, want at least %d", n, minBootstrapRequests)
+	}
+	if math.IsNaN(offset) || math.IsInf(offset, 0) {
+		return PairEstimate{}, fmt.Errorf("bootstrap: duration log ratio %v: want a finite number", offset)
+	}
+	var sb, sh float64
+	for i, p := range pairs {
+		if !(p.Base >= 0 && p.Head >= 0) || math.IsInf(p.Base, 0) || math.IsInf(p.Head, 0) || math.IsNaN(p.Start) {
+			return PairEstimate{}, fmt.Errorf("bootstrap: request %d: weights base %v, head %v at %v s: want finite weights >= 0", i, p.Base, p.Head, p.Start)
+		}
+		sb += p.Base
+		sh += p.Head
+	}
+	if !(sb > 0) {
+		return PairEstimate{}, errors.New("bootstrap: no request of base counted: a rate of 0 cannot be compared")
+	}
+	if !(sh > 0) {
+		return PairEstimate{}, errNoHeadCount
+	}
+	ps, reps, rng := inTimeOrder(pairs, reps, rng)
+	if block <= 0 {
+		x := make([]float64, n)
+		for i, p := range ps {
+			x[i] = p.Head - p.Base
+		}
+		block = blockLength(x)
+	}
+	block = min(block, n)
+	d := math.Log(sh/sb) + offset
+	blocks := (n + block - 1) / block
+	var sum, sumSq float64
+	for r := 0; r < reps; r++ {
+		var rb, rh float64
+		drawn := 0
+		for k := 0; k < blocks && drawn < n; k++ {
+			s := rng.IntN(n)
+			for j := 0; j < block && drawn < n; j++ {
+				p := ps[(s+j)%n]
+				rb += p.Base
+				rh += p.Head
+				drawn++
+			}
+		}
+		x := math.Log(math.Max(rh, 0.5) / math.Max(rb, 0.5))
+		sum += x
+		sumSq += x * x
+	}
+	mean := sum / float64(reps)
+	v := math.Max(0, (sumSq-float64(reps)*mean*mean)/float64(reps-1))
+	return PairEstimate{D: d, SE: math.Sqrt(v), Requests: n, Block: block}, nil
+}
+
+// errNoHeadCount is BootstrapCount's error when no request of head
+// counted while base's did.
+var errNoHeadCount = errors.New("bootstrap: no request of head counted, while base's did")
+
+// inTimeOrder is the bootstrap's common set-up: a copy of pairs sorted by
+// start time (blocks are runs in time), and the default replicate count
+// and generator when none is given.
+func inTimeOrder(pairs []RequestPair, reps int, rng *rand.Rand) ([]RequestPair, int, *rand.Rand) {
+	if reps <= 0 {
+		reps = BootstrapReps
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(1, 27))
+	}
+	ps := make([]RequestPair, len(pairs))
+	copy(ps, pairs)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
+	return ps, reps, rng
 }

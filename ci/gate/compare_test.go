@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -166,7 +167,7 @@ func TestCompareScript(t *testing.T) {
 	var env []string
 	compare := func(count string, refs ...string) (int, string, string) {
 		out := t.TempDir()
-		cmd := exec.Command(script, refs...)
+		cmd := exec.Command(script, append([]string{"--interleaved"}, refs...)...)
 		cmd.Dir = dir
 		cmd.Env = append(append(os.Environ(), env...), "COUNT="+count, "PKGS=./bench/...", "OUT="+out)
 		if len(refs) == 2 && refs[0] == refs[1] {
@@ -312,16 +313,21 @@ func TestCompareScriptSequential(t *testing.T) {
 		code  int
 		pairs int
 		want  string
+		mode  string
 	}{
-		{"0.110", "", ExitRegression, 3, "FAIL ttft-p99-sec: 3 pairs used, stopped: regression: +9.64%"},
-		{"0.1000", "", ExitPass, 3, "PASS ttft-p99-sec: 3 pairs used, stopped: no regression"}, // the same TTFT, another commit
-		// A cap below the design's minimum: undecided, exit 2, never a pass.
-		{"0.1000", "2", ExitBadInput, 2, "not decided yet: 2 of at least 3 pairs"},
+		{"0.110", "", ExitRegression, 3, "FAIL ttft-p99-sec: 3 pairs used, stopped: regression: +9.64%", "--sequential"},
+		{"0.1000", "", ExitPass, 3, "PASS ttft-p99-sec: 3 pairs used, stopped: no regression", ""}, // the same TTFT, another commit; the default mode
+		// A cap below the design's minimum is refused before anything runs.
+		{"0.1000", "2", ExitBadInput, 0, "COUNT=2: the cap on pairs must be 3 to 8", ""},
 	} {
 		t.Run(tt.head+"/"+tt.count, func(t *testing.T) {
 			dir, base, head := gitRepo(t, tt.head)
 			out := t.TempDir()
-			cmd := exec.Command(script, "--sequential", base, head)
+			args := []string{base, head}
+			if tt.mode != "" {
+				args = append([]string{tt.mode}, args...)
+			}
+			cmd := exec.Command(script, args...)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "PKGS=./bench/...", "OUT="+out)
 			if tt.count != "" {
@@ -339,6 +345,10 @@ func TestCompareScriptSequential(t *testing.T) {
 			}
 			log := buf.String()
 			require.Equal(t, tt.code, code, log)
+			if tt.pairs == 0 {
+				assert.Contains(t, log, tt.want)
+				return
+			}
 			count := "8"
 			if tt.count != "" {
 				count = tt.count
@@ -350,6 +360,14 @@ func TestCompareScriptSequential(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, string(gate), fmt.Sprintf("== serve: after pair %d", tt.pairs))
 			assert.Contains(t, string(gate), tt.want)
+			// The summary says how many pairs it took and why it stopped,
+			// on the console and in the Markdown for the job summary.
+			why := map[int]string{ExitRegression: "regression of ttft-p99-sec after 3 pairs", ExitPass: "no regression after 3 pairs"}[tt.code]
+			assert.Contains(t, string(gate), why)
+			md, err := os.ReadFile(filepath.Join(out, "gate.md"))
+			require.NoError(t, err)
+			assert.Contains(t, string(md), "| `serve` | "+strconv.Itoa(tt.code)+" | 3 | "+why)
+			assert.Contains(t, string(md), "| `ttft-p99-sec` |")
 		})
 	}
 }

@@ -21,7 +21,8 @@ const (
 
 const usage = `usage: servegate gate [flags] BASE HEAD
        servegate gate -history DIR [flags]
-       servegate gate -sequential BASE1 HEAD1 [BASE2 HEAD2 ...]
+       servegate gate -sequential [-steady-state F] [-markdown FILE] BASE1 HEAD1 [BASE2 HEAD2 ...]
+       servegate gate -sequential -baseline-store DIR -runner R -fresh-base F1 [-fresh-base F2 ...] HEAD1 [HEAD2 ...]
 
 Compares the benchmark results of BASE and HEAD the way benchstat does
 (medians, Mann-Whitney U test, alpha 0.05) and fails when a gated unit
@@ -44,6 +45,16 @@ of main (in file name order; the commit is a file's "commit:" key, else
 its name) and reports every persistent shift of a gated unit with the commit where it
 began (E-divisive means, as Apache Otava). Exit status: 0 no gated series
 ends on a regression, 1 one does, 2 bad input or too short a history.
+
+With -sequential -baseline-store DIR, head's runs of one scenario are
+judged against main's runs in the results store (the history baseline,
+docs/verdicts.md) instead of base's: head run k against stored run k.
+The fresh base runs (-fresh-base, made beside head's runs) check first
+that the stored runs still describe this machine. Exit 2, with the
+reason, when the baseline is missing, stale (-base-commit not stored;
+added more than -baseline-max-age days ago), of another runner type or
+scenario version, has invalid runs or fewer than the test needs, or
+when the fresh base runs show a drift.
 
 The default policy (print it with -print-policy):
 ` + DefaultPolicyYAML + `
@@ -74,8 +85,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
 	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
 	history := fs.String("history", "", "change-point detection over a results store or the result files in `dir`, one per commit of main, in name order (alpha 0.01 unless -alpha is given)")
-	sequential := fs.Bool("sequential", false, "fast paired verdict on p99 TTFT: the arguments are the detailed result files BASE1 HEAD1 BASE2 HEAD2 ... of one scenario's pairs, in pair order; block bootstrap at the request, SPRT across pairs, undecided at the cap is exit 2 (docs/verdicts.md)")
-	runner := fs.String("runner", "", "with -history on a results store: the runner `type` whose commits are read (needed when it holds several)")
+	sequential := fs.Bool("sequential", false, "fast paired verdict on p99 TTFT, goodput and fail-ratio: the arguments are the detailed result files BASE1 HEAD1 BASE2 HEAD2 ... of one scenario's pairs, in pair order; block bootstrap at the request, SPRT across pairs, undecided at the cap is exit 2 (docs/verdicts.md)")
+	steady := fs.Float64("steady-state", 0, "with -sequential: judge only the requests scheduled after the first and before the last `fraction` of the schedule (0 to 0.4; 0: every request)")
+	runner := fs.String("runner", "", "with -history on a results store: the runner `type` whose commits are read (needed when it holds several); with -baseline-store: the runner type head ran on (required)")
+	var sf storeFlags
+	sf.register(fs)
 	// Flags may come after BASE and HEAD too: parse, take one positional
 	// argument, parse again. After "--" everything is positional.
 	var files []string
@@ -130,15 +144,31 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return mainHistory(*history, *runner, *policyFile, a, *format, *mdFile, *jsonFile, stdout, fail)
 	}
-	if *runner != "" {
-		return fail(fmt.Errorf("-runner %s: only with -history on a results store", *runner))
+	if *runner != "" && sf.store == "" {
+		return fail(fmt.Errorf("-runner %s: only with -history on a results store, or -baseline-store", *runner))
+	}
+	if err := sf.check(fs, *sequential); err != nil {
+		return fail(err)
 	}
 	if *sequential {
 		pol, err := loadPolicy(*policyFile)
 		if err != nil {
 			return fail(err)
 		}
-		return mainSequential(files, pol, stdout, fail)
+		if sf.store != "" {
+			if *steady != 0 {
+				return fail(fmt.Errorf("-steady-state %v: not with -baseline-store (the stored runs are judged whole)", *steady))
+			}
+			in, err := sf.input(*runner, files)
+			if err != nil {
+				return fail(err)
+			}
+			return mainStoreSequential(in, pol, stdout, fail)
+		}
+		return mainSequential(files, pol, *steady, *mdFile, stdout, fail)
+	}
+	if *steady != 0 {
+		return fail(fmt.Errorf("-steady-state %v: only with -sequential", *steady))
 	}
 	if len(files) != 2 {
 		fs.Usage()

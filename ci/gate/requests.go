@@ -28,6 +28,12 @@ type pairedResult struct {
 	Errors         []string  `json:"errors"`
 	StartTimes     []float64 `json:"start_times"`
 	ScheduledTimes []float64 `json:"scheduled_times"`
+	// Duration is the run's duration in seconds; RequestGoodput its
+	// goodput in req/s (null without goodput SLOs); GoodputMet whether
+	// each request counted in it (servegate's detailed files with SLOs).
+	Duration       *float64 `json:"duration"`
+	RequestGoodput *float64 `json:"request_goodput"`
+	GoodputMet     []bool   `json:"goodput_met"`
 }
 
 // RequestPairsFromResults matches the requests of the two detailed
@@ -89,6 +95,12 @@ func readPairedResult(data []byte) (*pairedResult, error) {
 		return nil, fmt.Errorf("read result: errors: %d entries for %d requests", len(r.Errors), n)
 	case len(r.schedule()) != n:
 		return nil, fmt.Errorf("read result: scheduled_times/start_times: %d entries for %d requests", len(r.schedule()), n)
+	}
+	if r.GoodputMet != nil && len(r.GoodputMet) != n {
+		return nil, fmt.Errorf("read result: goodput_met: %d entries for %d requests", len(r.GoodputMet), n)
+	}
+	if r.Duration != nil && !(*r.Duration > 0 && !math.IsInf(*r.Duration, 0)) {
+		return nil, fmt.Errorf("read result: duration %v: want a positive finite number of seconds", *r.Duration)
 	}
 	for i, s := range r.schedule() {
 		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {

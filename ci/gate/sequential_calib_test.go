@@ -42,6 +42,14 @@ type noiseModel struct {
 	Prompt, Machine, Rho  float64
 	Side, SideRho, Jitter float64
 	Run                   float64
+	// BurstLen, when positive, gives each side bursts of its own (a GC
+	// pause, a core lost to a neighbour), a Poisson number a run with
+	// mean 1: BurstLen consecutive requests from a uniform start, their
+	// log TTFT raised by BurstLift.
+	// Noise like this is what a bootstrap that ignores the correlation
+	// in time gets wrong.
+	BurstLen  int
+	BurstLift float64
 }
 
 // The noise models of the calibration. moderate is what the paired
@@ -58,6 +66,7 @@ var (
 	highNoise     = noiseModel{Name: "high", Requests: 200, Prompt: 0.35, Machine: 0.25, Rho: 0.95, Side: 0.05, SideRho: 0.8, Jitter: 0.05, Run: 0.02}
 	autocorrNoise = noiseModel{Name: "autocorr", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.04, SideRho: 0.97, Jitter: 0.005, Run: 0}
 	offsetNoise   = noiseModel{Name: "offset", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.015, SideRho: 0.8, Jitter: 0.015, Run: 0.03}
+	burstNoise    = noiseModel{Name: "burst", Requests: 200, Prompt: 0.35, Machine: 0.15, Rho: 0.95, Side: 0.015, SideRho: 0.8, Jitter: 0.015, Run: 0.005, BurstLen: 25, BurstLift: 0.4}
 )
 
 // run generates one paired run with head slower by effect (0.05 = +5%).
@@ -71,6 +80,19 @@ func (m noiseModel) run(rng *rand.Rand, effect float64) []RequestPair {
 	ob, oh := m.Run*rng.NormFloat64(), m.Run*rng.NormFloat64()
 	t := 0.0
 	shift := math.Log(1 + effect)
+	var burstB, burstH []int
+	if m.BurstLen > 0 {
+		burstB, burstH = m.bursts(rng), m.bursts(rng)
+	}
+	lift := func(i int, starts []int) float64 {
+		l := 0.0
+		for _, s := range starts {
+			if i >= s && i < s+m.BurstLen {
+				l += m.BurstLift
+			}
+		}
+		return l
+	}
 	for i := range out {
 		t += rng.ExpFloat64() / 5 // 5 requests/s
 		machine = ar(machine, m.Machine, m.Rho)
@@ -78,11 +100,21 @@ func (m noiseModel) run(rng *rand.Rand, effect float64) []RequestPair {
 		shared := math.Log(0.05) + m.Prompt*rng.NormFloat64() + machine
 		out[i] = RequestPair{
 			Start: t,
-			Base:  math.Exp(shared + sb + ob + m.Jitter*rng.NormFloat64()),
-			Head:  math.Exp(shared + sh + oh + m.Jitter*rng.NormFloat64() + shift),
+			Base:  math.Exp(shared + sb + ob + m.Jitter*rng.NormFloat64() + lift(i, burstB)),
+			Head:  math.Exp(shared + sh + oh + m.Jitter*rng.NormFloat64() + shift + lift(i, burstH)),
 		}
 	}
 	return out
+}
+
+// bursts draws the start indices of one side's bursts in a run: a
+// Poisson number with mean 1 (Knuth's method), each start uniform.
+func (m noiseModel) bursts(rng *rand.Rand) []int {
+	var starts []int
+	for p := rng.Float64(); p > math.Exp(-1); p *= rng.Float64() {
+		starts = append(starts, rng.IntN(m.Requests))
+	}
+	return starts
 }
 
 // calibration is the outcome of trials of one noise model and effect.

@@ -3,25 +3,23 @@ package gate
 import (
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 )
 
-// sequentialUnit is the figure the sequential mode gates: p99 TTFT, its
-// tolerance the policy's rule for this unit.
-const sequentialUnit = "ttft-p99-sec"
-
 // mainSequential is "gate -sequential BASE1 HEAD1 [BASE2 HEAD2 ...]":
 // the detailed result files (--save-detailed JSON) of one scenario's
-// paired runs, in the order the pairs ran, judged on p99 TTFT by the fast
-// paired verdict (DefaultSequential; docs/verdicts.md). It stops at the
-// first pair that decides; files after it are not read. Exit 0 no
-// regression, 1 regression, 2 bad input, undecided at the cap, or not
-// decided yet with the pairs given (the message says which, and how many
-// pairs more the cap allows). The bootstrap's generator is seeded
-// constantly, so the same files give the same verdict.
-func mainSequential(files []string, pol *Policy, stdout io.Writer, fail func(error) int) int {
+// paired runs, in the order the pairs ran, judged by the fast paired
+// verdict (FastJudge with DefaultSequential: p99 TTFT and goodput by the
+// SPRT on block-bootstrapped pairs, fail-ratio by a sign test;
+// docs/verdicts.md) on the steady-state window steady (0: every
+// request). It stops at the first pair that decides; files after it are
+// not read. Exit 0 no regression, 1 regression, 2 bad input, undecided
+// at the cap, or not decided yet with the pairs given (the message says
+// which, and how many pairs more the cap allows). The bootstrap's
+// generator is seeded constantly, so the same files give the same
+// verdict. mdFile, when set, gets the verdict as Markdown.
+func mainSequential(files []string, pol *Policy, steady float64, mdFile string, stdout io.Writer, fail func(error) int) int {
 	s := DefaultSequential()
 	if len(files) == 0 || len(files)%2 != 0 {
 		return fail(fmt.Errorf("-sequential: want BASE HEAD result files of each pair, in pair order; got %d file(s)", len(files)))
@@ -29,14 +27,12 @@ func mainSequential(files []string, pol *Policy, stdout io.Writer, fail func(err
 	if len(files)/2 > s.MaxPairs {
 		return fail(fmt.Errorf("-sequential: %d pairs, more than the cap of %d", len(files)/2, s.MaxPairs))
 	}
-	rule, ok := pol.rule(sequentialUnit)
-	if !ok || !rule.Tolerance.Relative {
-		return fail(fmt.Errorf("-sequential: the policy has no relative tolerance for %s, the figure the sequential test gates", sequentialUnit))
+	j, err := NewFastJudge(s, pol, steady, 0, rand.New(rand.NewPCG(1, 27)))
+	if err != nil {
+		return fail(fmt.Errorf("-sequential: %w", err))
 	}
-	rng := rand.New(rand.NewPCG(1, 27))
-	var est []PairEstimate
-	var l Look
-	for k := 1; 2*k <= len(files); k++ {
+	var lines []string
+	for k := 1; 2*k <= len(files) && !j.Done(); k++ {
 		bf, hf := files[2*k-2], files[2*k-1]
 		base, err := os.ReadFile(bf)
 		if err != nil {
@@ -46,36 +42,37 @@ func mainSequential(files []string, pol *Policy, stdout io.Writer, fail func(err
 		if err != nil {
 			return fail(fmt.Errorf("-sequential: pair %d: %w", k, err))
 		}
-		pairs, dropped, err := RequestPairsFromResults(fmt.Sprintf("pair %d (%s, %s)", k, bf, hf), base, head)
+		run, err := PairRunFromResults(fmt.Sprintf("pair %d (%s, %s)", k, bf, hf), base, head)
 		if err != nil {
 			return fail(fmt.Errorf("-sequential: %w", err))
 		}
-		e, err := BootstrapPair(pairs, 0.99, 0, 0, rng)
+		line, err := j.Add(run)
 		if err != nil {
 			return fail(fmt.Errorf("-sequential: pair %d (%s, %s): %w", k, bf, hf, err))
 		}
-		est = append(est, e)
-		fmt.Fprintf(stdout, "pair %d: p99 TTFT %s (±%.1f%%), %d request pairs, %d left out (failed), block %d\n",
-			k, pct(expm1(e.D)), 100*e.SE, e.Requests, dropped, e.Block)
-		if l, err = s.Decide(est, rule.Tolerance.Amount, -1); err != nil {
-			return fail(fmt.Errorf("-sequential: %w", err))
-		}
-		if l.Decision != Continue {
-			break
+		lines = append(lines, line)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(stdout, l)
+	}
+	for _, l := range j.FigureLines() {
+		fmt.Fprintln(stdout, l)
+	}
+	if j.Decision != Continue {
+		fmt.Fprintf(stdout, "verdict: %s\n", j.Why)
+	}
+	if mdFile != "" {
+		if err := os.WriteFile(mdFile, []byte(j.Markdown()), 0o644); err != nil {
+			return fail(fmt.Errorf("-sequential: write the Markdown: %w", err))
 		}
 	}
-	switch l.Decision {
+	switch j.Decision {
 	case NoRegression:
-		fmt.Fprintf(stdout, "PASS %s: %d pairs used, stopped: %s\n", sequentialUnit, l.Pairs, l.Why)
 		return ExitPass
 	case Regression:
-		fmt.Fprintf(stdout, "FAIL %s: %d pairs used, stopped: %s\n", sequentialUnit, l.Pairs, l.Why)
 		return ExitRegression
 	case Undecided:
-		return fail(fmt.Errorf("-sequential: %s: %s", sequentialUnit, l.Why))
+		return fail(fmt.Errorf("-sequential: %s", j.Why))
 	}
-	return fail(fmt.Errorf("-sequential: %s: not decided yet: %s; run another pair (at most %d in all)", sequentialUnit, l.Why, s.MaxPairs))
+	return fail(fmt.Errorf("-sequential: not decided yet: %s; run another pair (at most %d in all)", j.Why, s.MaxPairs))
 }
-
-// expm1 is exp(x) - 1.
-func expm1(x float64) float64 { return math.Expm1(x) }

@@ -47,8 +47,8 @@ func TestMainSequential(t *testing.T) {
 	}{
 		{"clean stops early", writePairs(t, lowNoise, 0, 8, 1), ExitPass, "PASS ttft-p99-sec: 3 pairs used, stopped: no regression"},
 		{"clear regression stops early", writePairs(t, lowNoise, 0.25, 8, 2), ExitRegression, "FAIL ttft-p99-sec: 3 pairs used, stopped: regression: +2"},
-		{"too few pairs given", writePairs(t, lowNoise, 0, 2, 3), ExitBadInput, "not decided yet: 2 of at least 3 pairs; run another pair (at most 8 in all)"},
-		{"undecided at the cap", writePairs(t, noisy, 0.03, 8, 4), ExitBadInput, "undecided after 8 pairs (the cap)"},
+		{"too few pairs given", writePairs(t, lowNoise, 0, 2, 3), ExitBadInput, "not decided yet: ttft-p99-sec not decided after 2 pairs (2 of at least 3 pairs); run another pair (at most 8 in all)"},
+		{"undecided at the cap", writePairs(t, noisy, 0.03, 8, 4), ExitBadInput, "undecided: capped at 8 pairs with ttft-p99-sec undecided (undecided after 8 pairs (the cap)"},
 		{"odd file count", writePairs(t, lowNoise, 0, 2, 5)[:3], ExitBadInput, "got 3 file(s)"},
 		{"past the cap", writePairs(t, lowNoise, 0, 9, 6), ExitBadInput, "9 pairs, more than the cap of 8"},
 		{"not a pair", append(writePairs(t, lowNoise, 0, 1, 7)[:1], writePairs(t, lowNoise, 0, 1, 8)[1]), ExitBadInput, "not a pair: request 0 is scheduled at"},

@@ -148,3 +148,106 @@ func TestSequentialSimulator(t *testing.T) {
 	}
 	t.Logf("load at the end: %s", loadAverage())
 }
+
+// envSequentialLevers sets the A/A pairs per configuration of
+// TestSequentialLevers (unset: skipped).
+const envSequentialLevers = "SERVEGATE_SEQUENTIAL_LEVERS"
+
+// TestSequentialLevers measures the levers that cut the paired p99's
+// noise at the source, on A/A pairs of the in-process simulator (two
+// servers of one build driven at the same time with one schedule): per
+// run configuration (requests, rate, warm-up requests) and per way of
+// reading the pairs (the whole run or a steady-state window; p99, p90 or
+// median TTFT; goodput), the spread over the pairs of the log ratio
+// head/base (sd(D): what the sequential test must see through) and the
+// mean block-bootstrap standard error of one pair. A lever pays when it
+// lowers sd(D) for the figure the scenario gates at the same wall time.
+// Target and client on separate cores needs 4 CPUs or more (container
+// targets get them, docs/scenarios.md "CPU isolation"); the in-process
+// simulator shares the process with the client, so that lever is
+// reported as not measurable here.
+//
+// SERVEGATE_SEQUENTIAL_LEVERS=<pairs per configuration> runs it.
+func TestSequentialLevers(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(envSequentialLevers))
+	if n < 3 {
+		t.Skipf("set %s=<A/A pairs per configuration, at least 3> to run", envSequentialLevers)
+	}
+	if cpus := runtime.NumCPU(); cpus < 4 {
+		t.Logf("lever \"target and client on separate cores\": skipped: %d CPUs, it needs 4 or more (and a container target: the in-process simulator shares the client's process)", cpus)
+	}
+	ctx := context.Background()
+	sr := newSimRunner(t)
+	type config struct {
+		name             string
+		requests, warmup int
+		rate             float64
+	}
+	type reading struct {
+		name   string
+		steady float64
+		q      float64 // 0: goodput
+	}
+	readings := []reading{{"p99", 0, 0.99}, {"p99, steady 10%", 0.1, 0.99}, {"p99, steady 20%", 0.2, 0.99}, {"p90", 0, 0.90}, {"p50", 0, 0.50}, {"goodput", 0, 0}, {"goodput, steady 10%", 0.1, 0}}
+	t.Logf("%d A/A pairs per configuration; load %s", n, loadAverage())
+	t.Logf("| run | reading | sd(D) over pairs | mean bootstrap SE | TTFT p50 / p90 / p99 (ms, base) | wall per pair |")
+	t.Logf("| --- | --- | --- | --- | --- | --- |")
+	configs := []config{
+		{"200 req @ 40/s", 200, 0, 40},
+		{"200 req @ 40/s, 10 warm-ups", 200, 10, 40},
+		{"400 req @ 40/s", 400, 0, 40},
+		{"200 req @ 20/s", 200, 0, 20},
+		{"400 req @ 80/s", 400, 0, 80},
+	}
+	type acc struct {
+		next    func() (seqPair, error)
+		ds, ses [][]float64
+		walls   []time.Duration
+		base    []float64
+	}
+	accs := make([]acc, len(configs))
+	for ci, c := range configs {
+		a := &accs[ci]
+		a.next = simPairSource(ctx, t, sr, c.requests, c.rate, c.warmup)
+		_, err := a.next() // warm-up pair, not counted
+		require.NoError(t, err)
+		a.ds, a.ses = make([][]float64, len(readings)), make([][]float64, len(readings))
+	}
+	// Round robin, one pair of each configuration in turn, so that the
+	// machine's drift falls on every configuration alike.
+	for range n {
+		for ci, c := range configs {
+			a := &accs[ci]
+			p, err := a.next()
+			require.NoError(t, err)
+			a.walls = append(a.walls, p.Wall)
+			for _, r := range p.Run.Requests {
+				if !r.BaseFailed {
+					a.base = append(a.base, r.BaseTTFT)
+				}
+			}
+			for i, rd := range readings {
+				w, err := p.Run.Window(rd.steady)
+				require.NoError(t, err)
+				var e PairEstimate
+				if rd.q == 0 {
+					e, err = BootstrapCount(w.goodPairs(), w.durationLogRatio(), 0, w.timeBlock(), nil)
+				} else {
+					pairs, _ := w.ttftPairs()
+					e, err = BootstrapPair(pairs, rd.q, 0, 0, nil)
+				}
+				require.NoError(t, err, "%s, %s", c.name, rd.name)
+				a.ds[i], a.ses[i] = append(a.ds[i], e.D), append(a.ses[i], e.SE)
+			}
+		}
+	}
+	for ci, c := range configs {
+		a := &accs[ci]
+		slices.Sort(a.walls)
+		for i, rd := range readings {
+			t.Logf("| %s | %s | %.2f%% | %.2f%% | %.0f / %.0f / %.0f | %v |", c.name, rd.name, 100*stddev(a.ds[i]), 100*meanOf(a.ses[i]),
+				1000*quantileOf(a.base, 0.5), 1000*quantileOf(a.base, 0.9), 1000*quantileOf(a.base, 0.99), a.walls[len(a.walls)/2].Round(100*time.Millisecond))
+		}
+	}
+	t.Logf("load at the end: %s", loadAverage())
+}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestProfilesLoadAndValidate(t *testing.T) {
-	require.Subset(t, Profiles(), []string{"cpu-small", "gpu-8b", "instant"})
+	require.Subset(t, Profiles(), []string{"cpu-small", "cpu-vllm-tiny", "gpu-8b", "instant"})
 	for _, name := range Profiles() {
 		p, err := LoadProfile(name)
 		require.NoError(t, err, name)
@@ -24,6 +24,24 @@ func TestProfilesLoadAndValidate(t *testing.T) {
 	p, err := LoadProfile("gpu-8b")
 	require.NoError(t, err)
 	require.Equal(t, 256, p.MaxNumSeqs)
+	// The twin of real vLLM on CPU keeps what that server states (#30).
+	p, err = LoadProfile("cpu-vllm-tiny")
+	require.NoError(t, err)
+	require.Equal(t, 128, p.BlockSize)
+	require.Equal(t, 2048, p.MaxNumBatchedTokens)
+	require.Equal(t, "tiny-llama", p.Model)
+}
+
+// TestProfilesDocumented: every shipped profile is named where users look
+// for the list, the scenario reference and the simulator's README.
+func TestProfilesDocumented(t *testing.T) {
+	for _, doc := range []string{"../../../docs/scenarios.md", "../README.md"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, name := range Profiles() {
+			require.Contains(t, string(b), "`"+name+"`", "%s does not name the shipped profile %s", doc, name)
+		}
+	}
 }
 
 // TestPrecedence: flags > environment > YAML profile > defaults, knob by knob.
@@ -68,7 +86,7 @@ func TestKnobErrors(t *testing.T) {
 	}{
 		{"unknown yaml key", []string{"--profile", write("a.yaml", "max_num_seqs: 4\nmax_num_seq: 5\n")}, nil, "line 2: field max_num_seq not found"},
 		{"bad yaml value", []string{"--profile", write("b.yaml", "slowdown: fast\n")}, nil, "b.yaml"},
-		{"unknown profile", []string{"--profile", "h100"}, nil, `unknown profile "h100" (shipped: cpu-small, gpu-8b, instant`},
+		{"unknown profile", []string{"--profile", "h100"}, nil, `unknown profile "h100" (shipped: cpu-small, cpu-vllm-tiny, gpu-8b, instant`},
 		{"unknown flag", []string{"--max-num-seq", "3"}, nil, "flag provided but not defined: -max-num-seq"},
 		{"bad flag value", []string{"--max-num-seqs", "many"}, nil, `knob max_num_seqs: "many" is not an integer`},
 		{"unknown env", nil, []string{"SERVEGATE_SIM_SLOWDOWNN=2"}, `environment SERVEGATE_SIM_SLOWDOWNN: unknown knob "slowdownn"`},

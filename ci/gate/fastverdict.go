@@ -1,0 +1,391 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The units the fast paired verdict gates, each with the policy's rule
+// for it: p99 TTFT and goodput by the sequential test on their log
+// ratio, the failure ratio by a sign test on the requests that failed on
+// one side only.
+const (
+	unitTTFT      = "ttft-p99-sec"
+	unitGoodput   = "goodput-req/s"
+	unitFailRatio = "fail-ratio"
+)
+
+// A FastFigure is one figure the fast verdict judges sequentially, and
+// where its test stands.
+type FastFigure struct {
+	// Unit is the benchfmt unit ("ttft-p99-sec", "goodput-req/s").
+	Unit string `json:"unit"`
+	// Q is the TTFT quantile a ttft-pNN-sec unit gates (0.99 for p99);
+	// 0 for goodput.
+	Q float64 `json:"q,omitempty"`
+	// Tolerance is the policy's relative tolerance; Better +1 when higher
+	// is better, -1 when lower is.
+	Tolerance float64 `json:"tolerance"`
+	Better    int     `json:"better"`
+	// Estimates are the pairs' estimates up to the decision.
+	Estimates []PairEstimate `json:"estimates"`
+	// Look is the last look; its Decision is final once it is not
+	// Continue (the figure's later pairs are not read).
+	Look Look `json:"look"`
+}
+
+// A FastJudge is the fast paired verdict of one scenario: pairs of runs
+// arrive one at a time (Add), and after each it decides regression, no
+// regression, or another pair, up to the design's cap (Undecided: exit 2).
+//
+// The gated figures are those of the policy it can judge request by
+// request: ttft-p99-sec (always: the policy must give it a relative
+// tolerance), goodput-req/s (when the policy gates it with a relative
+// tolerance and the runs report goodput) and fail-ratio (when the policy
+// gates it, with an absolute tolerance). The design's Alpha is the A/A
+// false-fail of the whole verdict: it is split evenly between the gated
+// figures (Bonferroni), and the fail-ratio test splits its share again
+// between the looks.
+//
+// A regression of any figure ends the verdict at once (exit 1); no
+// regression needs every sequential figure decided (each stops being
+// read once it decided); the failure test never holds a verdict up.
+type FastJudge struct {
+	design   Sequential
+	steady   float64
+	reps     int
+	rng      *rand.Rand
+	figures  []*FastFigure
+	failTol  float64
+	failGate bool
+	alphaOne float64 // the per-figure alpha
+	// Pairs is the number of pairs read.
+	Pairs int
+	// Fail counts: failed requests on each side, requests failed on one
+	// side only, and requests in all, over the pairs read.
+	FailBase, FailHead, OnlyBase, OnlyHead, Total int
+	// Decision is the verdict so far; Why says it; Unit is the figure
+	// that decided a regression.
+	Decision Decision
+	Why      string
+	Unit     string
+	goodput  *bool // whether the runs report goodput (set by the first pair)
+}
+
+// NewFastJudge returns the fast verdict of design under pol, on the
+// steady-state window steady (PairRun.Window; 0 for every request).
+// reps is the bootstrap's replicates (0: BootstrapReps); a nil rng is
+// seeded constantly, so that the same files give the same verdict.
+func NewFastJudge(design Sequential, pol *Policy, steady float64, reps int, rng *rand.Rand) (*FastJudge, error) {
+	if err := design.Validate(); err != nil {
+		return nil, err
+	}
+	if !(steady >= 0 && steady <= MaxSteadyState) {
+		return nil, fmt.Errorf("steady-state window %v: want a fraction of the schedule in [0, %v]", steady, MaxSteadyState)
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(1, 27))
+	}
+	j := &FastJudge{design: design, steady: steady, reps: reps, rng: rng}
+	for _, r := range pol.Rules {
+		q, ok := ttftQuantile(r.Unit)
+		if !ok {
+			continue
+		}
+		if !r.Tolerance.Relative || !(r.Tolerance.Amount > 0 && r.Tolerance.Amount < 1) {
+			return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs a relative tolerance in (0, 100%%)", r.Unit, r.Tolerance)
+		}
+		j.figures = append(j.figures, &FastFigure{Unit: r.Unit, Q: q, Tolerance: r.Tolerance.Amount, Better: direction(r.Better, -1)})
+	}
+	if len(j.figures) == 0 {
+		return nil, fmt.Errorf("the policy gates no TTFT percentile (ttft-pNN-sec, such as %s) with a relative tolerance in (0, 100%%): the paired verdict gates one at least", unitTTFT)
+	}
+	if r, ok := pol.rule(unitGoodput); ok {
+		if !r.Tolerance.Relative || !(r.Tolerance.Amount > 0 && r.Tolerance.Amount < 1) {
+			return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs a relative tolerance in (0, 100%%)", unitGoodput, r.Tolerance)
+		}
+		j.figures = append(j.figures, &FastFigure{Unit: unitGoodput, Tolerance: r.Tolerance.Amount, Better: direction(r.Better, 1)})
+	}
+	if r, ok := pol.rule(unitFailRatio); ok {
+		if r.Tolerance.Relative {
+			return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs an absolute one (a share of the requests, such as +0)", unitFailRatio, r.Tolerance)
+		}
+		j.failGate, j.failTol = true, r.Tolerance.Amount
+	}
+	j.split()
+	return j, nil
+}
+
+// ttftUnit matches the TTFT percentile units the paired verdict gates.
+var ttftUnit = regexp.MustCompile(`^ttft-p([1-9][0-9]?)-sec$`)
+
+// ttftQuantile returns the quantile of a ttft-pNN-sec unit (0.99 for
+// ttft-p99-sec), false for any other unit or pattern.
+func ttftQuantile(unit string) (float64, bool) {
+	m := ttftUnit.FindStringSubmatch(unit)
+	if m == nil {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(m[1])
+	return float64(n) / 100, true
+}
+
+// direction is b, or def when b is 0.
+func direction(b, def int) int {
+	if b == 0 {
+		return def
+	}
+	return b
+}
+
+// split shares the design's alpha between the gated tests.
+func (j *FastJudge) split() {
+	tests := len(j.figures)
+	if j.failGate {
+		tests++
+	}
+	j.alphaOne = j.design.Alpha / float64(tests)
+}
+
+// Figures returns the sequential figures and their state.
+func (j *FastJudge) Figures() []*FastFigure { return j.figures }
+
+// Done reports whether the verdict is decided (or undecided at the cap).
+func (j *FastJudge) Done() bool { return j.Decision != Continue }
+
+// Add judges one more pair and returns a line that describes it. An
+// error is an input the verdict cannot judge (exit 2).
+func (j *FastJudge) Add(run PairRun) (string, error) {
+	if j.Done() {
+		return "", errors.New("paired verdict: already decided")
+	}
+	if j.Pairs >= j.design.MaxPairs {
+		return "", fmt.Errorf("paired verdict: more than the cap of %d pairs", j.design.MaxPairs)
+	}
+	j.Pairs++
+	k := j.Pairs
+	if j.goodput == nil {
+		g := run.Goodput
+		j.goodput = &g
+		if !g {
+			j.dropGoodput()
+		}
+	} else if *j.goodput != run.Goodput {
+		return "", fmt.Errorf("pair %d: reports goodput while pair 1 does not, or the other way round: pairs of one scenario must have the same SLOs", k)
+	}
+	var line strings.Builder
+	fmt.Fprintf(&line, "pair %d:", k)
+	// Failures: every request, whatever the window.
+	for _, r := range run.Requests {
+		j.Total++
+		switch {
+		case r.BaseFailed && r.HeadFailed:
+			j.FailBase++
+			j.FailHead++
+		case r.BaseFailed:
+			j.FailBase++
+			j.OnlyBase++
+		case r.HeadFailed:
+			j.FailHead++
+			j.OnlyHead++
+		}
+	}
+	win, err := run.Window(j.steady)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range j.figures {
+		if f.Look.Decision != Continue && len(f.Estimates) > 0 {
+			fmt.Fprintf(&line, "; %s decided", f.Unit)
+			continue // decided: its later pairs are not read
+		}
+		var e PairEstimate
+		var note string
+		switch f.Unit {
+		default: // a TTFT percentile
+			pairs, dropped := win.ttftPairs()
+			if e, err = BootstrapPair(pairs, f.Q, j.reps, 0, j.rng); err != nil {
+				if failed := j.failVerdict(); failed {
+					return line.String(), nil
+				}
+				if len(pairs) < minBootstrapRequests {
+					return "", fmt.Errorf("pair %d: %s: %w; the paired verdict needs a scenario of at least %d requests that succeed on both sides (200 or more keep its p99 off the run's maximum: docs/verdicts.md, scenario sizes); gate a smaller one with compare.sh --paired or --interleaved", k, f.Unit, err, minBootstrapRequests)
+				}
+				return "", fmt.Errorf("pair %d: %s: %w", k, f.Unit, err)
+			}
+			note = fmt.Sprintf(" p%s TTFT %s (±%.1f%%), %d request pairs, %d left out (failed), block %d", strconv.FormatFloat(100*f.Q, 'f', -1, 64), pct(math.Expm1(e.D)), 100*e.SE, e.Requests, dropped, e.Block)
+		case unitGoodput:
+			e, err = BootstrapCount(win.goodPairs(), win.durationLogRatio(), j.reps, win.timeBlock(), j.rng)
+			if errors.Is(err, errNoHeadCount) {
+				j.Decision, j.Unit = Regression, f.Unit
+				j.Why = fmt.Sprintf("regression of %s after %d pairs: no request of head met the goodput SLO in pair %d, while base's did", f.Unit, k, k)
+				return line.String() + " goodput: no request of head met the SLO", nil
+			}
+			if err != nil {
+				return "", fmt.Errorf("pair %d: goodput: %w", k, err)
+			}
+			note = fmt.Sprintf("; goodput %s (±%.1f%%)", pct(math.Expm1(e.D)), 100*e.SE)
+		}
+		line.WriteString(note)
+		f.Estimates = append(f.Estimates, e)
+		d := j.design
+		d.Alpha = j.alphaOne
+		if f.Look, err = d.Decide(f.Estimates, f.Tolerance, f.Better); err != nil {
+			return "", fmt.Errorf("pair %d: %s: %w", k, f.Unit, err)
+		}
+	}
+	if j.failGate {
+		fmt.Fprintf(&line, "; failures base %d, head %d (of %d)", j.FailBase, j.FailHead, j.Total)
+	}
+	if j.failVerdict() {
+		return line.String(), nil
+	}
+	j.decide()
+	return line.String(), nil
+}
+
+// dropGoodput stops gating goodput: the runs report none (no SLOs).
+func (j *FastJudge) dropGoodput() {
+	kept := j.figures[:0]
+	for _, f := range j.figures {
+		if f.Unit != unitGoodput {
+			kept = append(kept, f)
+		}
+	}
+	j.figures = kept
+	j.split()
+}
+
+// failVerdict runs the failure test on the pairs read so far and, on a
+// regression, sets the decision and returns true.
+func (j *FastJudge) failVerdict() bool {
+	if !j.failGate {
+		return false
+	}
+	p := signTestP(j.OnlyHead, j.OnlyBase)
+	level := j.alphaOne / float64(j.design.MaxPairs)
+	rise := float64(j.FailHead-j.FailBase) / float64(max(j.Total, 1))
+	if p <= level && rise > j.failTol {
+		j.Decision, j.Unit = Regression, unitFailRatio
+		j.Why = fmt.Sprintf("regression of %s after %d pairs: head failed %d of %d requests, base %d; %d failed on head only, %d on base only (one-sided sign test p = %.2g <= %.2g, the test's share of alpha per look)",
+			unitFailRatio, j.Pairs, j.FailHead, j.Total, j.FailBase, j.OnlyHead, j.OnlyBase, p, level)
+		return true
+	}
+	return false
+}
+
+// decide sets the verdict from the figures' looks.
+func (j *FastJudge) decide() {
+	var open []string
+	var first string // the first open figure's state
+	for _, f := range j.figures {
+		switch f.Look.Decision {
+		case Regression:
+			j.Decision, j.Unit = Regression, f.Unit
+			j.Why = fmt.Sprintf("regression of %s after %d pairs: %s", f.Unit, j.Pairs, f.Look.Why)
+			return
+		case Continue, Undecided:
+			open = append(open, f.Unit)
+			if first == "" {
+				first = f.Look.Why
+			}
+		}
+	}
+	switch {
+	case len(open) == 0:
+		j.Decision = NoRegression
+		j.Why = fmt.Sprintf("no regression after %d pairs: every gated figure decided", j.Pairs)
+		if j.failGate {
+			j.Why += fmt.Sprintf(", and no significant rise of %s (base %d, head %d failed of %d)", unitFailRatio, j.FailBase, j.FailHead, j.Total)
+		}
+	case j.Pairs >= j.design.MaxPairs:
+		j.Decision = Undecided
+		j.Why = fmt.Sprintf("undecided: capped at %d pairs with %s undecided (%s)", j.Pairs, strings.Join(open, ", "), first)
+	default:
+		j.Decision = Continue
+		j.Why = fmt.Sprintf("%s not decided after %d pairs (%s)", strings.Join(open, ", "), j.Pairs, first)
+	}
+}
+
+// FigureLines are the verdict's lines per figure: PASS, FAIL or an
+// undecided figure's state, with the pairs it used and why it stopped.
+func (j *FastJudge) FigureLines() []string {
+	var out []string
+	for _, f := range j.figures {
+		l := f.Look
+		word := "UNDECIDED"
+		switch l.Decision {
+		case Continue:
+			word = "OPEN" // not decided when the verdict stopped, or yet
+		case NoRegression:
+			word = "PASS"
+		case Regression:
+			word = "FAIL"
+		}
+		if len(f.Estimates) == 0 {
+			out = append(out, fmt.Sprintf("%s %s: not judged (the verdict stopped first)", word, f.Unit))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s: %d pairs used, stopped: %s", word, f.Unit, l.Pairs, l.Why))
+	}
+	if j.failGate {
+		word := "PASS"
+		if j.Unit == unitFailRatio {
+			word = "FAIL"
+		}
+		out = append(out, fmt.Sprintf("%s %s: base %d, head %d failed of %d requests; %d on head only, %d on base only, over %d pairs",
+			word, unitFailRatio, j.FailBase, j.FailHead, j.Total, j.OnlyHead, j.OnlyBase, j.Pairs))
+	}
+	return out
+}
+
+// signTestP is the one-sided p-value of head failing more often than
+// base on the requests that failed on one side only: P(X >= onlyHead)
+// for X binomial(onlyHead+onlyBase, 1/2). 1 when no request failed on
+// one side only.
+func signTestP(onlyHead, onlyBase int) float64 {
+	m := onlyHead + onlyBase
+	if m == 0 || onlyHead == 0 {
+		return 1
+	}
+	lm, _ := math.Lgamma(float64(m + 1))
+	var p float64
+	for x := onlyHead; x <= m; x++ {
+		lx, _ := math.Lgamma(float64(x + 1))
+		ly, _ := math.Lgamma(float64(m - x + 1))
+		p += math.Exp(lm - lx - ly - float64(m)*math.Ln2)
+	}
+	return math.Min(1, p)
+}
+
+// Markdown is the verdict as a Markdown fragment for the job summary and
+// the pull request comment: the verdict with the pairs it took and why it
+// stopped, then a row per gated figure.
+func (j *FastJudge) Markdown() string {
+	var b strings.Builder
+	word := map[Decision]string{NoRegression: "✅ no regression", Regression: "❌ regression", Undecided: "⚠️ undecided (exit 2)", Continue: "⚠️ not decided yet (exit 2)"}[j.Decision]
+	fmt.Fprintf(&b, "**%s** after %d pair(s): %s\n\n", word, j.Pairs, mdEscape(j.Why))
+	b.WriteString("| figure | verdict | pairs | change (± standard error) | why it stopped |\n| --- | --- | --- | --- | --- |\n")
+	for _, f := range j.figures {
+		l := f.Look
+		if len(f.Estimates) == 0 {
+			fmt.Fprintf(&b, "| `%s` | not judged | 0 | | the verdict stopped first |\n", f.Unit)
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %d | %s (±%.1f%%) | %s |\n", f.Unit, l.Decision, l.Pairs, pct(math.Expm1(l.D)), 100*l.SE, mdEscape(l.Why))
+	}
+	if j.failGate {
+		v := "no significant rise"
+		if j.Unit == unitFailRatio {
+			v = "regression"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %d | base %d, head %d of %d | %d failed on head only, %d on base only |\n",
+			unitFailRatio, v, j.Pairs, j.FailBase, j.FailHead, j.Total, j.OnlyHead, j.OnlyBase)
+	}
+	return b.String()
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# twin-check.sh: the twin check of issue #30. Calibrates a twin of real
+# vLLM (the tiny model on CPU) and checks that it predicts runs it was not
+# calibrated on:
+#
+#   1. runs the calibration set (twin/cal.yaml, 3 runs) and the held-out
+#      set (twin/held.yaml: 5 runs and a capacity search) on real vLLM, one
+#      container for all (SERVEGATE_TARGET=vllm go test -run TestTwin);
+#   2. fits a profile from the calibration runs' detailed results
+#      (servegate sim calibrate);
+#   3. predicts each held-out run in virtual time (servegate sim predict)
+#      and the capacity search (servegate sweep --virtual);
+#   4. prints the table figure x scenario (predicted, measured, error) and
+#      the verdict: the goal is a median |error| <= 10% for each figure
+#      (median and p90 TTFT, median TPOT, output throughput) across the
+#      held-out set, and the capacity within 10%.
+#
+# Exit status: 0 goal met, 1 goal missed, 2 the check could not be made
+# (a run, the fit or a prediction failed; a file or a figure missing).
+#
+# Environment:
+#   OUT      directory for everything (default: a fresh temporary one):
+#            measured/ (the results), profile.yaml, predicted/, table.md
+#   FROM     directories of measured results from earlier checks (their
+#            measured/), separated by spaces: skip the vLLM runs; calibrate
+#            from the first, and compare each figure with the median of
+#            the directories' measurements
+#   PROFILE  predict with this profile (a shipped name such as
+#            cpu-vllm-tiny, or a YAML file) instead of the one fitted in
+#            step 2 (the fit still runs and is reported)
+#   TOL      the goal, a fraction (default 0.10)
+#
+# Needs the image `make vllm-image` builds (unless FROM is set). Takes
+# about 10 minutes with vLLM's start.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-$(mktemp -d)}
+read -r -a measdirs <<< "${FROM:-$out/measured}"
+meas=${measdirs[0]}
+tol=${TOL:-0.10}
+mkdir -p "$out/predicted" "$meas"
+echo "twin-check: results in $out (measured: ${measdirs[*]})"
+echo "twin-check: $(date -u +%FT%TZ) $(uptime)"
+
+if [ -z "${FROM:-}" ]; then
+	echo "twin-check: running the calibration and held-out sets on real vLLM (log: $out/go-test.log)"
+	if ! SERVEGATE_TARGET=vllm SERVEGATE_TWIN=1 SERVEGATE_OUT=$meas go test -count=1 -v -timeout 60m -run '^TestTwin$' ./scenarios/vllm/ > "$out/go-test.log" 2>&1; then
+		# A run's SLO (failed == 0) or a capacity search that found no
+		# rate: the comparison below says whether a result is missing.
+		echo "twin-check: go test failed; see $out/go-test.log"
+		grep -E -- '--- FAIL|Error:' "$out/go-test.log" | head -20
+	fi
+	grep -E 'load average|scenario twin-' "$out/go-test.log" | sed 's/^ */  /'
+	echo "twin-check: $(date -u +%FT%TZ) $(uptime)"
+fi
+
+if ! go build -o "$out/servegate" ./cmd/servegate; then
+	echo "twin-check: cannot build servegate"
+	exit 2
+fi
+sg=$out/servegate
+
+# The newest result of each calibration scenario.
+latest() { ls -1 "$meas/$1".test.*.json 2>/dev/null | sort -t. -k3,3n | tail -1; }
+cal=()
+for name in $(grep -oE '^- name: twin-cal-[A-Za-z0-9_.-]+' scenarios/vllm/twin/cal.yaml | cut -d' ' -f3); do
+	f=$(latest "$name")
+	if [ -z "$f" ]; then
+		echo "twin-check: no measured result of $name in $meas"
+		exit 2
+	fi
+	cal+=("$f")
+done
+echo "twin-check: calibrating from ${cal[*]}"
+# What vLLM 0.13 on CPU states at start for the tiny model (its log and
+# its CPU defaults, scenarios/vllm/README.md): chunked prefill with
+# max_num_batched_tokens 2048, max_num_seqs 128 (128 x world size),
+# blocks of 128 tokens, a KV cache of 1,048,576 tokens (8,192 blocks),
+# max_model_len 8192. Given, not fitted. --force: a fit that misses its
+# own goal on the calibration runs still writes its profile (its header
+# says so), so that the held-out comparison below shows how far off it is.
+"$sg" sim calibrate --output "$out/profile.yaml" --force \
+	--max-model-len 8192 --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-kv-blocks 8192 \
+	"${cal[@]}" 2>&1 | tee "$out/calibrate.txt"
+if [ "${PIPESTATUS[0]}" != 0 ] || [ ! -s "$out/profile.yaml" ]; then
+	echo "twin-check: the fit failed (no profile)"
+	exit 2
+fi
+profile=${PROFILE:-$out/profile.yaml}
+echo "twin-check: predicting with $profile"
+
+held=()
+capacity=""
+for name in $(grep -oE '^- name: twin-ho-[A-Za-z0-9_.-]+' scenarios/vllm/twin/held.yaml | cut -d' ' -f3); do
+	if [ "$name" = twin-ho-capacity ]; then # the one capacity search
+		capacity=$name
+		if ! "$sg" sweep --virtual --profile "$profile" --scenario "scenarios/vllm/twin/held.yaml" --name "$name" --result "$out/predicted/$name.json" > "$out/predicted/$name.txt" 2>&1; then
+			echo "twin-check: the virtual capacity search of $name failed:"
+			tail -5 "$out/predicted/$name.txt"
+			exit 2
+		fi
+		continue
+	fi
+	held+=("$name")
+	if ! "$sg" sim predict --profile "$profile" --scenario "scenarios/vllm/twin/held.yaml" --name "$name" --result-filename "$out/predicted/$name.json" > "$out/predicted/$name.txt" 2>&1; then
+		echo "twin-check: the prediction of $name failed:"
+		tail -5 "$out/predicted/$name.txt"
+		exit 2
+	fi
+done
+
+mflags=()
+for d in "${measdirs[@]}"; do mflags+=(-measured "$d"); done
+go run ./scenarios/vllm/twintable "${mflags[@]}" -predicted "$out/predicted" -capacity "$capacity" -tolerance "$tol" "${held[@]}" | tee "$out/table.md"
+code=${PIPESTATUS[0]}
+echo "twin-check: $(date -u +%FT%TZ) $(uptime)"
+exit "$code"

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Figures are the per-scenario figures the twin predicts (issue #30): the
+// keys of vLLM's result JSON, read the same way from a measured run and
+// from a prediction.
+var Figures = []string{"median_ttft_ms", "p90_ttft_ms", "median_tpot_ms", "output_throughput"}
+
+// errInvalid marks a comparison that cannot be made (a file or a figure
+// missing): the check says so and exits 2 rather than passing or failing.
+var errInvalid = errors.New("invalid comparison")
+
+// Row is one figure of one scenario: predicted, measured and the relative
+// error (predicted − measured) / measured.
+type Row struct {
+	Scenario  string
+	Figure    string
+	Predicted float64
+	Measured  float64
+}
+
+// Err is the signed relative error of the prediction, (p − m) / m; NaN
+// when the measurement is 0.
+func (r Row) Err() float64 {
+	if r.Measured == 0 {
+		return math.NaN()
+	}
+	return (r.Predicted - r.Measured) / r.Measured
+}
+
+// Verdict is the comparison of a held-out set: every row, the median
+// absolute error of each figure across the scenarios, and the capacity.
+type Verdict struct {
+	Rows []Row
+	// MedianAbsErr maps a figure to the median of |error| over the
+	// held-out scenarios.
+	MedianAbsErr map[string]float64
+	// Capacity is the capacity row (req/s); nil when none was compared.
+	Capacity *Row
+	// Tolerance is the goal on each median error and on the capacity
+	// error, a fraction (0.10 = 10%).
+	Tolerance float64
+}
+
+// Met reports whether every figure's median |error| and the capacity's
+// |error| are within the tolerance.
+func (v *Verdict) Met() bool {
+	for _, f := range Figures {
+		if !(v.MedianAbsErr[f] <= v.Tolerance) {
+			return false
+		}
+	}
+	return v.Capacity == nil || math.Abs(v.Capacity.Err()) <= v.Tolerance
+}
+
+// readResult reads one result JSON file into its top-level keys.
+func readResult(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalid, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errInvalid, path, err)
+	}
+	return m, nil
+}
+
+// number is key's value in m as a finite number.
+func number(m map[string]any, path, key string) (float64, error) {
+	v, ok := m[key].(float64)
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%w: %s: %s missing or not a number", errInvalid, path, key)
+	}
+	return v, nil
+}
+
+// capacityRate is the capacity a search file states: capacity.crossing_rate
+// (where the straight line between the margins of the last passing and
+// the first failing step crosses zero) when present, else
+// max_goodput_rate (the highest passing rate, which moves in jumps of the
+// search bracket).
+func capacityRate(m map[string]any, path string) (float64, string, error) {
+	if c, ok := m["capacity"].(map[string]any); ok {
+		if v, ok := c["crossing_rate"].(float64); ok && v > 0 {
+			return v, "crossing_rate", nil
+		}
+	}
+	v, err := number(m, path, "max_goodput_rate")
+	return v, "max_goodput_rate", err
+}
+
+// latest returns the measured result of name in dir: the highest-numbered
+// <name>.test.<n>.json (the last run of a go test process).
+func latest(dir, name string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, name+".test.*.json"))
+	if err != nil || len(files) == 0 {
+		return "", fmt.Errorf("%w: no measured result %s.test.<n>.json in %s", errInvalid, name, dir)
+	}
+	n := func(f string) int {
+		s := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), name+".test."), ".json")
+		i, _ := strconv.Atoi(s)
+		return i
+	}
+	sort.Slice(files, func(i, j int) bool { return n(files[i]) < n(files[j]) })
+	return files[len(files)-1], nil
+}
+
+// measuredFigure is key of scenario name as measured: in each directory
+// of dirs the newest result, and across the directories their median (a
+// scenario repeated in N separate checks is compared with the median of
+// its N measurements, which the run-to-run spread of a shared machine
+// would otherwise dominate). read extracts the figure from one file.
+func measuredFigure(dirs []string, name string, read func(m map[string]any, path string) (float64, error)) (float64, error) {
+	var vs []float64
+	for _, d := range dirs {
+		mp, err := latest(d, name)
+		if err != nil {
+			return 0, err
+		}
+		m, err := readResult(mp)
+		if err != nil {
+			return 0, err
+		}
+		v, err := read(m, mp)
+		if err != nil {
+			return 0, err
+		}
+		vs = append(vs, v)
+	}
+	return median(vs), nil
+}
+
+// Compare reads the measured results in each directory of measured
+// (<name>.test.<n>.json, as SERVEGATE_OUT holds them; with several
+// directories each figure is their median) and the predictions in
+// predicted (<name>.json) of each scenario, and of the capacity search
+// when capacity is not empty.
+func Compare(measured []string, predicted string, scenarios []string, capacity string, tol float64) (*Verdict, error) {
+	if len(measured) == 0 {
+		return nil, fmt.Errorf("%w: no measured directory", errInvalid)
+	}
+	if len(scenarios) == 0 {
+		return nil, fmt.Errorf("%w: no held-out scenario", errInvalid)
+	}
+	v := &Verdict{MedianAbsErr: map[string]float64{}, Tolerance: tol}
+	abs := map[string][]float64{}
+	for _, name := range scenarios {
+		pp := filepath.Join(predicted, name+".json")
+		p, err := readResult(pp)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range Figures {
+			mv, err := measuredFigure(measured, name, func(m map[string]any, path string) (float64, error) { return number(m, path, f) })
+			if err != nil {
+				return nil, err
+			}
+			pv, err := number(p, pp, f)
+			if err != nil {
+				return nil, err
+			}
+			r := Row{Scenario: name, Figure: f, Predicted: pv, Measured: mv}
+			if math.IsNaN(r.Err()) {
+				return nil, fmt.Errorf("%w: %s: %s measured 0", errInvalid, name, f)
+			}
+			v.Rows = append(v.Rows, r)
+			abs[f] = append(abs[f], math.Abs(r.Err()))
+		}
+	}
+	for f, a := range abs {
+		v.MedianAbsErr[f] = median(a)
+	}
+	if capacity != "" {
+		pp := filepath.Join(predicted, capacity+".json")
+		p, err := readResult(pp)
+		if err != nil {
+			return nil, err
+		}
+		// The crossing on both sides when every file has one, else the
+		// highest passing rate on both: like is compared with like.
+		key := "crossing_rate"
+		if _, k, _ := capacityRate(p, pp); k != key {
+			key = "max_goodput_rate"
+		}
+		for _, d := range measured {
+			mp, err := latest(d, capacity)
+			if err != nil {
+				return nil, err
+			}
+			m, err := readResult(mp)
+			if err != nil {
+				return nil, err
+			}
+			if _, k, _ := capacityRate(m, mp); k != "crossing_rate" {
+				key = "max_goodput_rate"
+			}
+		}
+		read := func(m map[string]any, path string) (float64, error) {
+			if key == "max_goodput_rate" {
+				return number(m, path, key)
+			}
+			v, _, err := capacityRate(m, path)
+			return v, err
+		}
+		mv, err := measuredFigure(measured, capacity, read)
+		if err != nil {
+			return nil, err
+		}
+		pv, err := read(p, pp)
+		if err != nil {
+			return nil, err
+		}
+		if mv == 0 {
+			return nil, fmt.Errorf("%w: %s: no rate passed on the real server", errInvalid, capacity)
+		}
+		v.Capacity = &Row{Scenario: capacity, Figure: "capacity_" + key, Predicted: pv, Measured: mv}
+	}
+	return v, nil
+}
+
+// median of a (sorted copy), linear between the middle two.
+func median(a []float64) float64 {
+	s := append([]float64(nil), a...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return math.NaN()
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Write prints the verdict as Markdown: the table figure × scenario, the
+// median errors against the goal, and the verdict line.
+func (v *Verdict) Write(w io.Writer) {
+	fmt.Fprintln(w, "| scenario | figure | predicted | measured | error |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: |")
+	for _, r := range v.Rows {
+		fmt.Fprintf(w, "| %s | %s | %.4g | %.4g | %+.1f%% |\n", r.Scenario, r.Figure, r.Predicted, r.Measured, 100*r.Err())
+	}
+	if c := v.Capacity; c != nil {
+		fmt.Fprintf(w, "| %s | %s (req/s) | %.4g | %.4g | %+.1f%% |\n", c.Scenario, c.Figure, c.Predicted, c.Measured, 100*c.Err())
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "| figure | median \\|error\\| over the held-out set | goal |\n| --- | ---: | --- |\n")
+	for _, f := range Figures {
+		e := v.MedianAbsErr[f]
+		fmt.Fprintf(w, "| %s | %.1f%% | %s |\n", f, 100*e, okWord(e <= v.Tolerance, v.Tolerance))
+	}
+	if c := v.Capacity; c != nil {
+		e := math.Abs(c.Err())
+		fmt.Fprintf(w, "| %s | %.1f%% | %s |\n", c.Figure, 100*e, okWord(e <= v.Tolerance, v.Tolerance))
+	}
+	fmt.Fprintln(w)
+	if v.Met() {
+		fmt.Fprintf(w, "twin check: goal MET (every median error and the capacity error within %.0f%%)\n", 100*v.Tolerance)
+	} else {
+		fmt.Fprintf(w, "twin check: goal MISSED (a median error or the capacity error above %.0f%%)\n", 100*v.Tolerance)
+	}
+}
+
+func okWord(ok bool, tol float64) string {
+	if ok {
+		return fmt.Sprintf("≤ %.0f%%: met", 100*tol)
+	}
+	return fmt.Sprintf("≤ %.0f%%: MISSED", 100*tol)
+}
