@@ -150,9 +150,12 @@ type virtualClock struct {
 	// free holds, oldest first, when each free concurrency slot was
 	// released (0 for one never taken), under a concurrency limit.
 	free []time.Duration
-	// front holds the sent sequences still in the server's front end
-	// (frontend_ms), in the order they reach the engine.
+	// front holds the sent sequences still in the server's front end,
+	// in the order they reach the engine, and reach when each does.
 	front []*seq
+	reach []time.Time
+	// frontFree is when the front end's serial part is next free.
+	frontFree time.Time
 }
 
 var _ clock = (*virtualClock)(nil)
@@ -193,28 +196,25 @@ func (v *virtualClock) arrive(e *engine) {
 			sent = max(sent, v.free[0])
 			v.free = v.free[1:]
 		}
-		v.front = append(v.front, v.newSeq(i, sent))
+		s := v.newSeq(i, sent)
+		v.front = append(v.front, s)
+		v.reach = append(v.reach, frontReach(s.arrival, &v.frontFree, v.p))
 		v.next++
 	}
-	v.reach(e)
+	v.leaveFront(e)
 }
 
-// frontend is the time a request spends in the server's front end.
-func (v *virtualClock) frontend() time.Duration {
-	return time.Duration(v.p.FrontendMS * float64(time.Millisecond))
-}
-
-// reach hands the engine the sequences whose front-end time is over. The
-// front end takes the same time for every request, so they leave it in
-// the order they were sent.
-func (v *virtualClock) reach(e *engine) {
+// leaveFront hands the engine the sequences whose front-end time is
+// over. The front end serves requests first come first served and adds
+// the same time to each, so they leave it in the order they were sent.
+func (v *virtualClock) leaveFront(e *engine) {
 	n := 0
-	for n < len(v.front) && !v.front[n].arrival.Add(v.frontend()).After(v.t) {
+	for n < len(v.front) && !v.reach[n].After(v.t) {
 		n++
 	}
 	if n > 0 {
 		e.submit(v.front[:n]...)
-		v.front = v.front[n:]
+		v.front, v.reach = v.front[n:], v.reach[n:]
 	}
 }
 
@@ -251,9 +251,13 @@ func (v *virtualClock) idle(ctx context.Context, _ *engine) bool {
 	if len(v.front) > 0 {
 		// The engine is idle while a request is in the front end: jump
 		// to when it reaches the engine (or to an earlier arrival).
-		at := v.front[0].arrival.Add(v.frontend())
+		// An arrival already due is waiting for a concurrency slot,
+		// which only a step can free: it is no reason to stop here.
+		at := v.reach[0]
 		if v.next < len(v.order) {
-			at = minTime(at, v.base.Add(v.reqs[v.order[v.next]].Arrival))
+			if a := v.base.Add(v.reqs[v.order[v.next]].Arrival); a.After(v.t) {
+				at = minTime(at, a)
+			}
 		}
 		if v.past(at) {
 			return false
