@@ -14,7 +14,7 @@ import (
 
 // This file fits the simulator's step cost model to measured runs: each
 // run is replayed in virtual time (sim.Replay) with its own arrivals,
-// prompt and output lengths, and the four costs are moved (Nelder-Mead
+// prompt and output lengths, and the six costs (four per step, two in the front end) are moved (Nelder-Mead
 // on their logarithms) until the replay's per-request TTFT and ITL match
 // the measured ones. The jitter is then the spread of the measured ITLs
 // that the fitted model does not explain.
