@@ -23,6 +23,7 @@ func knownServer() sim.Params {
 	p.MaxModelLen, p.MaxNumSeqs, p.MaxNumBatchedTokens = 4096, 16, 2048
 	p.BlockSize, p.NumKVBlocks, p.EnablePrefixCaching = 16, 4096, true
 	p.StepFixedMS, p.PrefillTokenUS, p.SeqUS, p.ContextTokenNS = 20, 150, 1500, 800
+	p.FrontendMS, p.FrontendSerialMS = 15, 3
 	p.Jitter, p.Seed = 0.03, 11
 	return p
 }
@@ -66,9 +67,12 @@ func TestCalibrateRecoversKnownServer(t *testing.T) {
 	t.Log("\n" + report.String())
 
 	require.True(t, res.Met, "median errors %v", res.MedianErr)
-	// The known server hands a request to its engine at once, so the
-	// closed loop fits best replayed under its limit.
-	assert.Equal(t, []string{"open loop", "closed loop of 4", "open loop"}, []string{res.Runs[0].Replay, res.Runs[1].Replay, res.Runs[2].Replay})
+	// The known server's client sent each request of the closed loop
+	// when a slot freed, so replayed under its limit or at its measured
+	// starts the run is the same: either may fit a hair better.
+	assert.Equal(t, "open loop", res.Runs[0].Replay)
+	assert.Contains(t, []string{"closed loop of 4", "open loop (closer than a closed loop of 4)"}, res.Runs[1].Replay)
+	assert.Equal(t, "open loop", res.Runs[2].Replay)
 	for _, run := range res.Runs {
 		for i, e := range run.RelErr() {
 			assert.Less(t, math.Abs(e), 0.15, "%s %s", filepath.Base(run.Path), FigureNames[i])
@@ -88,6 +92,9 @@ func TestCalibrateRecoversKnownServer(t *testing.T) {
 	// decode step: 16 sequences of 500 tokens of context.
 	step := func(p sim.Params) float64 { return p.StepFixedMS + 16*p.SeqUS/1e3 + 16*500*p.ContextTokenNS/1e6 }
 	assert.InEpsilon(t, step(truth), step(got), 0.1, "a full batch's decode step, ms")
+	// The front end: what a lone request waits before the engine sees it.
+	front := func(p sim.Params) float64 { return p.FrontendMS + p.FrontendSerialMS }
+	assert.InEpsilon(t, front(truth), front(got), 0.25, "a lone request's time in the front end, ms")
 	assert.InDelta(t, truth.Jitter, got.Jitter, 0.01, "jitter")
 	assert.Equal(t, truth.MaxNumSeqs, got.MaxNumSeqs)
 	assert.Equal(t, truth.NumKVBlocks, got.NumKVBlocks)

@@ -84,7 +84,7 @@ func shortPath(p string) string {
 // order.
 var profileKeys = []string{
 	"model", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_kv_blocks", "enable_prefix_caching",
-	"step_fixed_ms", "prefill_token_us", "seq_us", "context_token_ns", "jitter", "slowdown", "seed",
+	"step_fixed_ms", "prefill_token_us", "seq_us", "context_token_ns", "frontend_ms", "frontend_serial_ms", "jitter", "slowdown", "seed",
 	"eos_min_ratio", "default_max_tokens", "embedding_dim",
 }
 
@@ -159,7 +159,7 @@ func value(p *sim.Params, key string) string {
 	case "model":
 		out, _ := yaml.Marshal(p.Model)
 		return strings.TrimSpace(string(out))
-	case "step_fixed_ms", "prefill_token_us", "seq_us", "context_token_ns", "jitter", "slowdown", "eos_min_ratio":
+	case "step_fixed_ms", "prefill_token_us", "seq_us", "context_token_ns", "frontend_ms", "frontend_serial_ms", "jitter", "slowdown", "eos_min_ratio":
 		s, _ := p.Get(key)
 		f, _ := strconv.ParseFloat(s, 64)
 		return num(f)

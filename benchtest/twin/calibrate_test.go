@@ -62,7 +62,7 @@ func TestBadInput(t *testing.T) {
 		want  []string // substrings of the error besides the file name
 	}{
 		{name: "no per-request detail", file: resultFile{model: "m", target: "vllm"}, want: []string{"not a detailed result", "--save-detailed"}},
-		{name: "too few requests", file: with(vllm, serverMetrics(good[:3])), recs: good[:3], want: []string{"too small to fit", "fewer than 8"}},
+		{name: "too few requests", file: with(vllm, serverMetrics(good[:3])), recs: good[:3], want: []string{"too small to fit", "fewer than 12"}},
 		{name: "one batch size", file: with(vllm, serverMetrics(apart)), recs: apart, dur: 500 * time.Second, want: []string{"too small to fit", "one batch size"}},
 		{name: "simulator by its info metric", file: with(vllm, okMetrics, metrics.Field{Key: "server_config", Value: []metrics.Field{
 			{Key: SimInfoMetric, Value: []metrics.Field{{Key: "engine", Value: "0"}}}}}), want: []string{"simulator, not a server", SimInfoMetric}},

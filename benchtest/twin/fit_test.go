@@ -41,14 +41,17 @@ func TestNelderMead(t *testing.T) {
 }
 
 // fakeReplay is a closed-form stand-in for the engine, for testing the
-// optimiser alone: request i runs as if among 1+i%4 sequences, its first
-// token after a fixed, a per-prompt-token and a per-sequence cost, each
-// later token after a fixed, a per-sequence and a per-context-token cost.
+// optimiser alone: request i runs as if among 1+i%4 sequences, behind
+// i%3 others in the front end; its first token comes after the front
+// end's time and a fixed, a per-prompt-token and a per-sequence cost,
+// each later token after a fixed, a per-sequence and a per-context-token
+// cost.
 func fakeReplay(_ context.Context, p sim.Params, reqs []sim.VirtualRequest, _ sim.ReplayOptions) ([]sim.VirtualResult, error) {
 	out := make([]sim.VirtualResult, len(reqs))
 	for i, q := range reqs {
 		k := float64(1 + i%4)
-		ms := p.StepFixedMS + p.PrefillTokenUS*float64(len(q.Prompt))/1e3 + p.SeqUS*k/1e3
+		ms := p.FrontendMS + p.FrontendSerialMS*float64(1+i%3) +
+			p.StepFixedMS + p.PrefillTokenUS*float64(len(q.Prompt))/1e3 + p.SeqUS*k/1e3
 		at := time.Duration(ms * 1e6)
 		times := []time.Duration{at}
 		for j := 1; j < q.MaxTokens; j++ {
@@ -74,11 +77,12 @@ func fakeRun(tb testing.TB, p sim.Params) *Run {
 func trueCosts() sim.Params {
 	p := sim.DefaultParams()
 	p.StepFixedMS, p.PrefillTokenUS, p.SeqUS, p.ContextTokenNS = 15, 120, 800, 500
+	p.FrontendMS, p.FrontendSerialMS = 12, 4
 	return p
 }
 
 // TestFitRecoversFakeCosts: on the closed-form engine, where every knob
-// shows in the data, the fit recovers the four costs and no jitter.
+// shows in the data, the fit recovers the six costs and no jitter.
 func TestFitRecoversFakeCosts(t *testing.T) {
 	want := trueCosts()
 	res, err := Calibrate(t.Context(), []*Run{fakeRun(t, want)}, Options{Replay: fakeReplay, MaxEvals: 1500})

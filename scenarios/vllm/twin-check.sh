@@ -24,7 +24,9 @@
 #   FROM     directories of measured results from earlier checks (their
 #            measured/), separated by spaces: skip the vLLM runs; calibrate
 #            from the first, and compare each figure with the median of
-#            the directories' measurements
+#            the directories' measurements. With 3 or more, also print the
+#            floor (twintable -repeat): each session against the median of
+#            the others, the error no twin can beat on this machine
 #   PROFILE  predict with this profile (a shipped name such as
 #            cpu-vllm-tiny, or a YAML file) instead of the one fitted in
 #            step 2 (the fit still runs and is reported)
@@ -113,5 +115,11 @@ mflags=()
 for d in "${measdirs[@]}"; do mflags+=(-measured "$d"); done
 go run ./scenarios/vllm/twintable "${mflags[@]}" -predicted "$out/predicted" -capacity "$capacity" -tolerance "$tol" "${held[@]}" | tee "$out/table.md"
 code=${PIPESTATUS[0]}
+if [ "${#measdirs[@]}" -ge 3 ]; then
+	# The floor: how far one session of the real server is from the
+	# median of the others. No twin predicts a session better.
+	echo
+	go run ./scenarios/vllm/twintable -repeat "${mflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/repeat.md"
+fi
 echo "twin-check: $(date -u +%FT%TZ) $(uptime)"
 exit "$code"

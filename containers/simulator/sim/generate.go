@@ -155,6 +155,39 @@ func (s *Server) refuseFault(w http.ResponseWriter, r *http.Request, j *job, arr
 	return true
 }
 
+// frontend waits the modelled time a request spends in a real server's
+// front end before it reaches the engine's queue: its turn at the
+// serial part (frontend_serial_ms, one request at a time, first come
+// first served), then frontend_ms. A client that goes away meanwhile is
+// seen by the handler's next wait, which aborts the sequence as usual.
+func (s *Server) frontend(r *http.Request) {
+	if s.p.FrontendMS <= 0 && s.p.FrontendSerialMS <= 0 {
+		return
+	}
+	now := time.Now()
+	s.frontMu.Lock()
+	reach := frontReach(now, &s.frontFree, s.p)
+	s.frontMu.Unlock()
+	sleepCtx(r, reach.Sub(now))
+}
+
+// frontReach is when a request that enters the front end at t reaches
+// the engine, given when the front end's serial part is next free
+// (*free, advanced past this request): the same rule on either clock.
+func frontReach(t time.Time, free *time.Time, p Params) time.Time {
+	start := t
+	if free.After(start) {
+		start = *free
+	}
+	*free = start.Add(msDuration(p.FrontendSerialMS))
+	return free.Add(msDuration(p.FrontendMS))
+}
+
+// msDuration is ms milliseconds.
+func msDuration(ms float64) time.Duration {
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
 func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 	notify := make(chan struct{}, 1) // shared: the handler waits for any choice
 	kids := make([]*seq, len(j.choices))
@@ -170,6 +203,7 @@ func (s *Server) submitJob(j *job, r *http.Request, arrival time.Time) []*seq {
 		}
 	}
 	s.truth.add(&seqRecord{s: kids[0], more: kids[1:], endpoint: r.URL.Path, wall: arrival, received: receivedAt(r), fault: j.fault.String()})
+	s.frontend(r)
 	s.eng.submit(kids...)
 	return kids
 }

@@ -46,6 +46,20 @@ type Params struct {
 	// ContextTokenNS is the cost of each token of context (already computed
 	// tokens) attended to by the step's sequences, in nanoseconds.
 	ContextTokenNS float64 `yaml:"context_token_ns" help:"cost per context token attended, ns" max:"1000000"`
+	// FrontendMS is how long a request takes to reach the engine after it
+	// arrives, in milliseconds: a real server's HTTP handling, prompt
+	// rendering and tokenization, and the hop to its engine process. A
+	// request that arrives just before a step starts misses it. It adds
+	// to the TTFT but not to the engine's work; 0 = none. A calibrated
+	// twin fits it (a closed loop's TTFT shows it).
+	FrontendMS float64 `yaml:"frontend_ms" help:"time from a request's arrival to the engine's queue (HTTP, rendering, tokenization), ms" max:"60000"`
+	// FrontendSerialMS is the part of the front end's work done one
+	// request at a time (a real server's single event loop: parsing,
+	// rendering, tokenization), in milliseconds: requests that arrive
+	// together reach the engine this far apart, and a burst queues in
+	// the front end before the engine sees it. It adds to FrontendMS;
+	// 0 = none.
+	FrontendSerialMS float64 `yaml:"frontend_serial_ms" help:"front-end time done one request at a time (the event loop), ms" max:"60000"`
 	// Jitter is the relative standard deviation of a step's duration
 	// (normal, clipped at ±3σ), drawn from the seeded generator. 0 = none.
 	Jitter float64 `yaml:"jitter" help:"relative std-dev of a step's duration" max:"1"`
@@ -225,6 +239,8 @@ func (p Params) Validate() error {
 	nonneg("prefill_token_us", p.PrefillTokenUS)
 	nonneg("seq_us", p.SeqUS)
 	nonneg("context_token_ns", p.ContextTokenNS)
+	nonneg("frontend_ms", p.FrontendMS)
+	nonneg("frontend_serial_ms", p.FrontendSerialMS)
 	nonneg("jitter", p.Jitter)
 	nonneg("startup_delay_ms", p.StartupDelayMS)
 	nonneg("fault_stall_ms", p.FaultStallMS)

@@ -137,6 +137,7 @@ func (s *Server) pool(w http.ResponseWriter, r *http.Request, rid string, arriva
 	}
 	sq := &seq{id: rid, prompt: tokens, promptLen: len(tokens), pooling: true, arrival: arrival, notify: make(chan struct{}, 1)}
 	s.truth.add(&seqRecord{s: sq, endpoint: r.URL.Path, wall: arrival, received: receivedAt(r)})
+	s.frontend(r)
 	s.eng.submit(sq)
 	for {
 		_, finished, reason, ok := s.await(r, sq)

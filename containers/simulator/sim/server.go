@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -61,6 +62,10 @@ type Server struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	nextID  atomic.Uint64
+	// frontMu guards frontFree, when the front end's serial part
+	// (frontend_serial_ms) is next free.
+	frontMu   sync.Mutex
+	frontFree time.Time
 }
 
 // Resolve returns the Params a Config describes: profile, then Set, then

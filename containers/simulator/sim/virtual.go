@@ -150,6 +150,12 @@ type virtualClock struct {
 	// free holds, oldest first, when each free concurrency slot was
 	// released (0 for one never taken), under a concurrency limit.
 	free []time.Duration
+	// front holds the sent sequences still in the server's front end,
+	// in the order they reach the engine, and reach when each does.
+	front []*seq
+	reach []time.Time
+	// frontFree is when the front end's serial part is next free.
+	frontFree time.Time
 }
 
 var _ clock = (*virtualClock)(nil)
@@ -172,25 +178,43 @@ func newVirtualClock(p Params, reqs []VirtualRequest, opt ReplayOptions) *virtua
 func (v *virtualClock) now() time.Time { return v.t }
 
 // arrive sends every request whose arrival has come, in order, while a
-// concurrency slot is free. A request sent late for want of a slot is
+// concurrency slot is free, and hands the engine those whose front-end
+// time (frontend_ms) is over. A request sent late for want of a slot is
 // sent when the slot was released (a step's end), as the benchmark's
 // dispatcher sends it then.
 func (v *virtualClock) arrive(e *engine) {
 	for v.next < len(v.order) {
 		i := v.order[v.next]
 		if v.base.Add(v.reqs[i].Arrival).After(v.t) {
-			return
+			break
 		}
 		sent := v.reqs[i].Arrival
 		if v.opt.MaxConcurrency > 0 {
 			if len(v.free) == 0 {
-				return
+				break
 			}
 			sent = max(sent, v.free[0])
 			v.free = v.free[1:]
 		}
-		e.submit(v.newSeq(i, sent))
+		s := v.newSeq(i, sent)
+		v.front = append(v.front, s)
+		v.reach = append(v.reach, frontReach(s.arrival, &v.frontFree, v.p))
 		v.next++
+	}
+	v.leaveFront(e)
+}
+
+// leaveFront hands the engine the sequences whose front-end time is
+// over. The front end serves requests first come first served and adds
+// the same time to each, so they leave it in the order they were sent.
+func (v *virtualClock) leaveFront(e *engine) {
+	n := 0
+	for n < len(v.front) && !v.reach[n].After(v.t) {
+		n++
+	}
+	if n > 0 {
+		e.submit(v.front[:n]...)
+		v.front, v.reach = v.front[n:], v.reach[n:]
 	}
 }
 
@@ -221,7 +245,29 @@ func (v *virtualClock) newSeq(i int, sent time.Duration) *seq {
 // idle jumps to the next arrival; false when none is left (the replay is
 // over), it is past MaxSimulated, or ctx is done.
 func (v *virtualClock) idle(ctx context.Context, _ *engine) bool {
-	if ctx.Err() != nil || v.next >= len(v.order) {
+	if ctx.Err() != nil {
+		return false
+	}
+	if len(v.front) > 0 {
+		// The engine is idle while a request is in the front end: jump
+		// to when it reaches the engine (or to an earlier arrival).
+		// An arrival already due is waiting for a concurrency slot,
+		// which only a step can free: it is no reason to stop here.
+		at := v.reach[0]
+		if v.next < len(v.order) {
+			if a := v.base.Add(v.reqs[v.order[v.next]].Arrival); a.After(v.t) {
+				at = minTime(at, a)
+			}
+		}
+		if v.past(at) {
+			return false
+		}
+		if at.After(v.t) {
+			v.t = at
+		}
+		return true
+	}
+	if v.next >= len(v.order) {
 		return false
 	}
 	at := v.base.Add(v.reqs[v.order[v.next]].Arrival)
@@ -267,4 +313,11 @@ func (v *virtualClock) results() []VirtualResult {
 		s.mu.Unlock()
 	}
 	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -11,6 +11,10 @@
 // -measured may be repeated: each figure is then the median of the
 // directories' measurements.
 //
+// -repeat (no -predicted, at least 3 -measured sessions) prints the
+// floor instead: each session against the median of the others, the
+// error a perfect twin would still show against one measurement.
+//
 // Exit status: 0 goal met, 1 goal missed, 2 the comparison could not be
 // made (a file or a figure missing).
 package main
@@ -35,8 +39,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	predicted := fs.String("predicted", "", "directory of the predictions (<name>.json)")
 	capacity := fs.String("capacity", "", "name of the capacity scenario (empty: none)")
 	tol := fs.Float64("tolerance", 0.10, "goal on each median error and on the capacity error, a fraction in (0, 1]")
+	repeat := fs.Bool("repeat", false, "print the repeatability floor of the -measured sessions (at least 3) instead of comparing a prediction")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *repeat {
+		r, err := Repeat(measured, fs.Args(), *capacity, *tol)
+		if err != nil {
+			fmt.Fprintf(stderr, "twintable: %v\n", err)
+			return 2
+		}
+		r.Write(stdout)
+		return 0
 	}
 	if len(measured) == 0 || *predicted == "" || !(*tol > 0 && *tol <= 1) {
 		fmt.Fprintln(stderr, "twintable: -measured and -predicted are required; -tolerance in (0, 1]")

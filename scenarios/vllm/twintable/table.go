@@ -149,26 +149,48 @@ func measuredFigure(dirs []string, name string, read func(m map[string]any, path
 // predicted (<name>.json) of each scenario, and of the capacity search
 // when capacity is not empty.
 func Compare(measured []string, predicted string, scenarios []string, capacity string, tol float64) (*Verdict, error) {
+	pred := func(name string) ([]string, error) { return []string{filepath.Join(predicted, name+".json")}, nil }
+	return compare(measured, pred, scenarios, capacity, tol)
+}
+
+// compare is Compare with the predictions' files given by pred: each
+// figure predicted is the median of the figure over pred's files.
+func compare(measured []string, pred func(name string) ([]string, error), scenarios []string, capacity string, tol float64) (*Verdict, error) {
 	if len(measured) == 0 {
 		return nil, fmt.Errorf("%w: no measured directory", errInvalid)
 	}
 	if len(scenarios) == 0 {
 		return nil, fmt.Errorf("%w: no held-out scenario", errInvalid)
 	}
+	figureOf := func(files []string, read func(m map[string]any, path string) (float64, error)) (float64, error) {
+		var vs []float64
+		for _, f := range files {
+			m, err := readResult(f)
+			if err != nil {
+				return 0, err
+			}
+			v, err := read(m, f)
+			if err != nil {
+				return 0, err
+			}
+			vs = append(vs, v)
+		}
+		return median(vs), nil
+	}
 	v := &Verdict{MedianAbsErr: map[string]float64{}, Tolerance: tol}
 	abs := map[string][]float64{}
 	for _, name := range scenarios {
-		pp := filepath.Join(predicted, name+".json")
-		p, err := readResult(pp)
+		pf, err := pred(name)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range Figures {
-			mv, err := measuredFigure(measured, name, func(m map[string]any, path string) (float64, error) { return number(m, path, f) })
+			read := func(m map[string]any, path string) (float64, error) { return number(m, path, f) }
+			mv, err := measuredFigure(measured, name, read)
 			if err != nil {
 				return nil, err
 			}
-			pv, err := number(p, pp, f)
+			pv, err := figureOf(pf, read)
 			if err != nil {
 				return nil, err
 			}
@@ -184,27 +206,27 @@ func Compare(measured []string, predicted string, scenarios []string, capacity s
 		v.MedianAbsErr[f] = median(a)
 	}
 	if capacity != "" {
-		pp := filepath.Join(predicted, capacity+".json")
-		p, err := readResult(pp)
+		pf, err := pred(capacity)
 		if err != nil {
 			return nil, err
 		}
 		// The crossing on both sides when every file has one, else the
 		// highest passing rate on both: like is compared with like.
-		key := "crossing_rate"
-		if _, k, _ := capacityRate(p, pp); k != key {
-			key = "max_goodput_rate"
-		}
+		files := append([]string(nil), pf...)
 		for _, d := range measured {
 			mp, err := latest(d, capacity)
 			if err != nil {
 				return nil, err
 			}
-			m, err := readResult(mp)
+			files = append(files, mp)
+		}
+		key := "crossing_rate"
+		for _, f := range files {
+			m, err := readResult(f)
 			if err != nil {
 				return nil, err
 			}
-			if _, k, _ := capacityRate(m, mp); k != "crossing_rate" {
+			if _, k, _ := capacityRate(m, f); k != "crossing_rate" {
 				key = "max_goodput_rate"
 			}
 		}
@@ -219,7 +241,7 @@ func Compare(measured []string, predicted string, scenarios []string, capacity s
 		if err != nil {
 			return nil, err
 		}
-		pv, err := read(p, pp)
+		pv, err := figureOf(pf, read)
 		if err != nil {
 			return nil, err
 		}
@@ -229,6 +251,75 @@ func Compare(measured []string, predicted string, scenarios []string, capacity s
 		v.Capacity = &Row{Scenario: capacity, Figure: "capacity_" + key, Predicted: pv, Measured: mv}
 	}
 	return v, nil
+}
+
+// Repeatability is the floor under any twin's error on one machine: each
+// session (a directory of measurements of the same scenarios, one server
+// start) compared with the best prediction there is without a model, the
+// median of the other sessions' measurements of the same scenario with
+// the same seed.
+type Repeatability struct {
+	Sessions []string
+	Verdicts []*Verdict // one per session, in order
+}
+
+// Repeat compares each of the measured directories (at least 3) with the
+// median of the others.
+func Repeat(measured []string, scenarios []string, capacity string, tol float64) (*Repeatability, error) {
+	if len(measured) < 3 {
+		return nil, fmt.Errorf("%w: -repeat needs at least 3 measured directories (sessions), got %d", errInvalid, len(measured))
+	}
+	out := &Repeatability{Sessions: measured}
+	for j, d := range measured {
+		others := append(append([]string(nil), measured[:j]...), measured[j+1:]...)
+		pred := func(name string) ([]string, error) {
+			var files []string
+			for _, o := range others {
+				f, err := latest(o, name)
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, f)
+			}
+			return files, nil
+		}
+		v, err := compare([]string{d}, pred, scenarios, capacity, tol)
+		if err != nil {
+			return nil, err
+		}
+		out.Verdicts = append(out.Verdicts, v)
+	}
+	return out, nil
+}
+
+// Write prints, per session and figure, the median |error| of the median
+// of the other sessions, and the median over the sessions.
+func (r *Repeatability) Write(w io.Writer) {
+	cols := append([]string(nil), Figures...)
+	if r.Verdicts[0].Capacity != nil {
+		cols = append(cols, r.Verdicts[0].Capacity.Figure)
+	}
+	fmt.Fprintf(w, "Repeatability: each session against the median of the other %d (same scenarios, same seeds, another server start):\n", len(r.Sessions)-1)
+	fmt.Fprintf(w, "the median |error| over the held-out set of a twin that predicted every figure perfectly up to the server's own spread.\n\n")
+	fmt.Fprintf(w, "| session | %s |\n|---%s|\n", strings.Join(cols, " | "), strings.Repeat("|---:", len(cols)))
+	per := make([][]float64, len(cols))
+	for j, v := range r.Verdicts {
+		fmt.Fprintf(w, "| %s |", r.Sessions[j])
+		for i, c := range cols {
+			e := v.MedianAbsErr[c]
+			if i >= len(Figures) {
+				e = math.Abs(v.Capacity.Err())
+			}
+			per[i] = append(per[i], e)
+			fmt.Fprintf(w, " %.1f%% |", 100*e)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "| median over sessions |")
+	for i := range cols {
+		fmt.Fprintf(w, " %.1f%% |", 100*median(per[i]))
+	}
+	fmt.Fprintln(w)
 }
 
 // median of a (sorted copy), linear between the middle two.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,4 +126,38 @@ func TestCompareMedianOfChecks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "capacity_max_goodput_rate", v.Capacity.Figure)
 	assert.InDelta(t, 10.2, v.Capacity.Measured, 1e-9)
+}
+
+// TestRepeat: three sessions whose figures are 1, 1.1 and 1.3 times a
+// base; each is compared with the median of the other two, so the errors
+// are exact: the median 1.2 against session 1 (+20%), 1.15 against
+// session 2 (+4.5%), 1.05 against session 3 (−19.2%), on every figure and
+// the capacity. Fewer than three sessions is exit 2.
+func TestRepeat(t *testing.T) {
+	var dirs []string
+	for _, k := range []float64{1, 1.1, 1.3} {
+		d := t.TempDir()
+		writeJSON(t, d, "ho-a.test.1.json", figures(k))
+		writeJSON(t, d, "ho-b.test.1.json", figures(2*k))
+		writeJSON(t, d, "cap.test.1.json", map[string]any{"capacity": map[string]any{"crossing_rate": 10 * k}})
+		dirs = append(dirs, d)
+	}
+	r, err := Repeat(dirs, []string{"ho-a", "ho-b"}, "cap", 0.1)
+	require.NoError(t, err)
+	want := []float64{0.2, 0.05 / 1.1, -0.25 / 1.3}
+	for j, v := range r.Verdicts {
+		for _, f := range Figures {
+			assert.InDelta(t, math.Abs(want[j]), v.MedianAbsErr[f], 1e-9, "session %d %s", j, f)
+		}
+		assert.InDelta(t, want[j], v.Capacity.Err(), 1e-9, "session %d capacity", j)
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"-repeat", "-capacity", "cap"}
+	for _, d := range dirs {
+		args = append(args, "-measured", d)
+	}
+	require.Equal(t, 0, run(append(args, "ho-a", "ho-b"), &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "| median over sessions | 19.2% | 19.2% | 19.2% | 19.2% | 19.2% |")
+	assert.Equal(t, 2, run([]string{"-repeat", "-measured", dirs[0], "-measured", dirs[1], "ho-a"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "at least 3 measured directories")
 }
