@@ -74,7 +74,11 @@ func waitReady(ctx context.Context, c *client.Client, req client.Request, timeou
 		if s := last.HTTPStatus; s >= 400 && s < 500 && s != 408 && s != 429 {
 			return fmt.Errorf("initial test request failed, check the benchmark arguments: %s", last.Error)
 		}
-		if last.Failure != metrics.FailureCanceled && last.Error != "" {
+		// A probe that ended with the wait's deadline was cut short by it
+		// (a dial then reports "i/o timeout", not a cancellation): it
+		// says nothing about the server, and must not hide the refusal
+		// before it.
+		if last.Failure != metrics.FailureCanceled && last.Error != "" && wctx.Err() == nil {
 			cause = last.Error
 		}
 		timer := time.NewTimer(interval)
