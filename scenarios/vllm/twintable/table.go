@@ -124,17 +124,26 @@ func latest(dir, name string) (string, error) {
 // its N measurements, which the run-to-run spread of a shared machine
 // would otherwise dominate). read extracts the figure from one file.
 func measuredFigure(dirs []string, name string, read func(m map[string]any, path string) (float64, error)) (float64, error) {
-	var vs []float64
+	var files []string
 	for _, d := range dirs {
 		mp, err := latest(d, name)
 		if err != nil {
 			return 0, err
 		}
-		m, err := readResult(mp)
+		files = append(files, mp)
+	}
+	return medianOf(files, read)
+}
+
+// medianOf is the median of the figure read from each file.
+func medianOf(files []string, read func(m map[string]any, path string) (float64, error)) (float64, error) {
+	var vs []float64
+	for _, f := range files {
+		m, err := readResult(f)
 		if err != nil {
 			return 0, err
 		}
-		v, err := read(m, mp)
+		v, err := read(m, f)
 		if err != nil {
 			return 0, err
 		}
@@ -162,21 +171,6 @@ func compare(measured []string, pred func(name string) ([]string, error), scenar
 	if len(scenarios) == 0 {
 		return nil, fmt.Errorf("%w: no held-out scenario", errInvalid)
 	}
-	figureOf := func(files []string, read func(m map[string]any, path string) (float64, error)) (float64, error) {
-		var vs []float64
-		for _, f := range files {
-			m, err := readResult(f)
-			if err != nil {
-				return 0, err
-			}
-			v, err := read(m, f)
-			if err != nil {
-				return 0, err
-			}
-			vs = append(vs, v)
-		}
-		return median(vs), nil
-	}
 	v := &Verdict{MedianAbsErr: map[string]float64{}, Tolerance: tol}
 	abs := map[string][]float64{}
 	for _, name := range scenarios {
@@ -190,7 +184,7 @@ func compare(measured []string, pred func(name string) ([]string, error), scenar
 			if err != nil {
 				return nil, err
 			}
-			pv, err := figureOf(pf, read)
+			pv, err := medianOf(pf, read)
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +235,7 @@ func compare(measured []string, pred func(name string) ([]string, error), scenar
 		if err != nil {
 			return nil, err
 		}
-		pv, err := figureOf(pf, read)
+		pv, err := medianOf(pf, read)
 		if err != nil {
 			return nil, err
 		}
