@@ -97,7 +97,10 @@ func TestAccuracyNoise(t *testing.T) {
 			require.Contains(t, allCells, c, "%s: unknown cell %q; cells are %v", envAccuracyCells, c, allCells)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	// A simulator cell's trial takes about 41 s beside a burner (8 pairs
+	// of 5 s at most): the deadline grows with the trials, so that 200 of
+	// them (the A/A count, about 140 minutes) are not cut short.
+	ctx, cancel := context.WithTimeout(context.Background(), max(90*time.Minute, time.Duration(n)*time.Minute+30*time.Minute))
 	defer cancel()
 	sr := newSimRunner(t)
 	run := simulatorRun(t)

@@ -240,9 +240,17 @@ func sequentialCell(ctx context.Context, t *testing.T, sr *simRunner, n int, cel
 	load0 := loadAverage()
 	tallies := make([]seqTally, len(seqConditions))
 	rng := rand.New(rand.NewPCG(27, 5))
-	for range n {
+	for k := range n {
 		for i, o := range seqTrial(t, next, DefaultPolicy(), DefaultSequential(), 0, 0, rng) {
 			tallies[i].add(o)
+		}
+		// A long cell logs its tally as it goes, so that a run cut short
+		// (a timeout, ^C) still shows what it measured.
+		if (k+1)%10 == 0 && k+1 < n {
+			load := load0 + " → " + loadAverage()
+			for i, c := range seqConditions {
+				t.Logf("after %d trials: %s", k+1, tallies[i].row(cell, machine, load, c))
+			}
 		}
 	}
 	load := load0 + " → " + loadAverage()
