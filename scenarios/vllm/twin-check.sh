@@ -31,6 +31,11 @@
 #            cpu-vllm-tiny, or a YAML file) instead of the one fitted in
 #            step 2 (the fit still runs and is reported)
 #   TOL      the goal, a fraction (default 0.10)
+#   CROSS    with 3 or more FROM sessions, set to 1 to also calibrate a twin
+#            from each session's calibration runs and compare its
+#            predictions with the median of the other sessions
+#            (twintable -cross): the error to expect of a twin calibrated
+#            once and used on later runs (about a minute per session)
 #
 # Needs the image `make vllm-image` builds (unless FROM is set). Takes
 # about 10 minutes with vLLM's start.
@@ -62,18 +67,23 @@ if ! go build -o "$out/servegate" ./cmd/servegate; then
 fi
 sg=$out/servegate
 
-# The newest result of each calibration scenario.
-latest() { ls -1 "$meas/$1".test.*.json 2>/dev/null | sort -t. -k3,3n | tail -1; }
-cal=()
-for name in $(grep -oE '^- name: twin-cal-[A-Za-z0-9_.-]+' scenarios/vllm/twin/cal.yaml | cut -d' ' -f3); do
-	f=$(latest "$name")
-	if [ -z "$f" ]; then
-		echo "twin-check: no measured result of $name in $meas"
-		exit 2
-	fi
-	cal+=("$f")
-done
-echo "twin-check: calibrating from ${cal[*]}"
+# The newest result of scenario $2 in directory $1.
+latest() { ls -1 "$1/$2".test.*.json 2>/dev/null | sort -t. -k3,3n | tail -1; }
+
+# calibrate DIR PROFILE: fit a profile from the calibration runs in DIR
+# (the newest result of each), its report on stdout; non-zero when a run
+# is missing or the fit wrote no profile.
+calibrate() {
+	local cal=() name f
+	for name in $(grep -oE '^- name: twin-cal-[A-Za-z0-9_.-]+' scenarios/vllm/twin/cal.yaml | cut -d' ' -f3); do
+		f=$(latest "$1" "$name")
+		if [ -z "$f" ]; then
+			echo "twin-check: no measured result of $name in $1"
+			return 2
+		fi
+		cal+=("$f")
+	done
+	echo "twin-check: calibrating from ${cal[*]}"
 # What vLLM 0.13 on CPU states at start for the tiny model (its log and
 # its CPU defaults, scenarios/vllm/README.md): chunked prefill with
 # max_num_batched_tokens 2048, max_num_seqs 128 (128 x world size),
@@ -81,35 +91,50 @@ echo "twin-check: calibrating from ${cal[*]}"
 # max_model_len 8192. Given, not fitted. --force: a fit that misses its
 # own goal on the calibration runs still writes its profile (its header
 # says so), so that the held-out comparison below shows how far off it is.
-"$sg" sim calibrate --output "$out/profile.yaml" --force \
-	--max-model-len 8192 --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-kv-blocks 8192 \
-	"${cal[@]}" 2>&1 | tee "$out/calibrate.txt"
-if [ "${PIPESTATUS[0]}" != 0 ] || [ ! -s "$out/profile.yaml" ]; then
-	echo "twin-check: the fit failed (no profile)"
-	exit 2
-fi
-profile=${PROFILE:-$out/profile.yaml}
-echo "twin-check: predicting with $profile"
+	"$sg" sim calibrate --output "$2" --force \
+		--max-model-len 8192 --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-kv-blocks 8192 \
+		"${cal[@]}" 2>&1
+	if [ "${PIPESTATUS[0]}" != 0 ] || [ ! -s "$2" ]; then
+		echo "twin-check: the fit failed (no profile)"
+		return 2
+	fi
+}
 
+# The held-out scenarios (the capacity search apart).
 held=()
 capacity=""
 for name in $(grep -oE '^- name: twin-ho-[A-Za-z0-9_.-]+' scenarios/vllm/twin/held.yaml | cut -d' ' -f3); do
 	if [ "$name" = twin-ho-capacity ]; then # the one capacity search
 		capacity=$name
-		if ! "$sg" sweep --virtual --profile "$profile" --scenario "scenarios/vllm/twin/held.yaml" --name "$name" --result "$out/predicted/$name.json" > "$out/predicted/$name.txt" 2>&1; then
-			echo "twin-check: the virtual capacity search of $name failed:"
-			tail -5 "$out/predicted/$name.txt"
-			exit 2
-		fi
-		continue
-	fi
-	held+=("$name")
-	if ! "$sg" sim predict --profile "$profile" --scenario "scenarios/vllm/twin/held.yaml" --name "$name" --result-filename "$out/predicted/$name.json" > "$out/predicted/$name.txt" 2>&1; then
-		echo "twin-check: the prediction of $name failed:"
-		tail -5 "$out/predicted/$name.txt"
-		exit 2
+	else
+		held+=("$name")
 	fi
 done
+
+# predict PROFILE DIR: predict every held-out run and the capacity search
+# with PROFILE in virtual time, into DIR/<name>.json; non-zero when one
+# fails.
+predict() {
+	local name
+	for name in "${held[@]}"; do
+		if ! "$sg" sim predict --profile "$1" --scenario "scenarios/vllm/twin/held.yaml" --name "$name" --result-filename "$2/$name.json" > "$2/$name.txt" 2>&1; then
+			echo "twin-check: the prediction of $name failed:"
+			tail -5 "$2/$name.txt"
+			return 2
+		fi
+	done
+	if [ -n "$capacity" ] && ! "$sg" sweep --virtual --profile "$1" --scenario "scenarios/vllm/twin/held.yaml" --name "$capacity" --result "$2/$capacity.json" > "$2/$capacity.txt" 2>&1; then
+		echo "twin-check: the virtual capacity search of $capacity failed:"
+		tail -5 "$2/$capacity.txt"
+		return 2
+	fi
+}
+
+calibrate "$meas" "$out/profile.yaml" | tee "$out/calibrate.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || exit 2
+profile=${PROFILE:-$out/profile.yaml}
+echo "twin-check: predicting with $profile"
+predict "$profile" "$out/predicted" || exit 2
 
 mflags=()
 for d in "${measdirs[@]}"; do mflags+=(-measured "$d"); done
@@ -120,6 +145,23 @@ if [ "${#measdirs[@]}" -ge 3 ]; then
 	# median of the others. No twin predicts a session better.
 	echo
 	go run ./scenarios/vllm/twintable -repeat "${mflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/repeat.md"
+	if [ "${CROSS:-}" = 1 ]; then
+		# Each session's own twin against the other sessions.
+		cflags=()
+		for i in "${!measdirs[@]}"; do
+			d=$out/cross/$i
+			mkdir -p "$d"
+			echo "twin-check: session $i (${measdirs[$i]}): calibrating and predicting (log: $d/calibrate.txt)"
+			calibrate "${measdirs[$i]}" "$d/profile.yaml" > "$d/calibrate.txt" || { tail -3 "$d/calibrate.txt"; exit 2; }
+			predict "$d/profile.yaml" "$d" || exit 2
+			cflags+=(-measured "${measdirs[$i]}" -predicted "$d")
+		done
+		echo
+		go run ./scenarios/vllm/twintable -cross "${cflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/cross.md"
+	fi
+elif [ "${CROSS:-}" = 1 ]; then
+	echo "twin-check: CROSS=1 needs 3 or more FROM sessions"
+	exit 2
 fi
 echo "twin-check: $(date -u +%FT%TZ) $(uptime)"
 exit "$code"

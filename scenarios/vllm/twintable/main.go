@@ -15,6 +15,11 @@
 // floor instead: each session against the median of the others, the
 // error a perfect twin would still show against one measurement.
 //
+// -cross (at least 3 -measured sessions, each followed by the -predicted
+// directory of the twin calibrated from that session) prints the error
+// across sessions instead: each session's twin against the median of the
+// other sessions, what a twin calibrated once can be expected to miss by.
+//
 // Exit status: 0 goal met, 1 goal missed, 2 the comparison could not be
 // made (a file or a figure missing).
 package main
@@ -36,12 +41,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		measured = append(measured, s)
 		return nil
 	})
-	predicted := fs.String("predicted", "", "directory of the predictions (<name>.json)")
+	var predicted []string
+	fs.Func("predicted", "directory of the predictions (<name>.json); with -cross, one per -measured directory, in the same order", func(s string) error {
+		predicted = append(predicted, s)
+		return nil
+	})
 	capacity := fs.String("capacity", "", "name of the capacity scenario (empty: none)")
 	tol := fs.Float64("tolerance", 0.10, "goal on each median error and on the capacity error, a fraction in (0, 1]")
 	repeat := fs.Bool("repeat", false, "print the repeatability floor of the -measured sessions (at least 3) instead of comparing a prediction")
+	cross := fs.Bool("cross", false, "print each session's twin (its -predicted) against the median of the other sessions (at least 3)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if !(*tol > 0 && *tol <= 1) {
+		fmt.Fprintln(stderr, "twintable: -tolerance must be in (0, 1]")
+		return 2
+	}
+	if *cross {
+		r, err := Cross(measured, predicted, fs.Args(), *capacity, *tol)
+		if err != nil {
+			fmt.Fprintf(stderr, "twintable: %v\n", err)
+			return 2
+		}
+		r.Write(stdout)
+		return 0
 	}
 	if *repeat {
 		r, err := Repeat(measured, fs.Args(), *capacity, *tol)
@@ -52,11 +75,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		r.Write(stdout)
 		return 0
 	}
-	if len(measured) == 0 || *predicted == "" || !(*tol > 0 && *tol <= 1) {
-		fmt.Fprintln(stderr, "twintable: -measured and -predicted are required; -tolerance in (0, 1]")
+	if len(measured) == 0 || len(predicted) != 1 {
+		fmt.Fprintln(stderr, "twintable: -measured and one -predicted are required")
 		return 2
 	}
-	v, err := Compare(measured, *predicted, fs.Args(), *capacity, *tol)
+	v, err := Compare(measured, predicted[0], fs.Args(), *capacity, *tol)
 	if err != nil {
 		// Every error of Compare is errInvalid: the comparison could not
 		// be made, which is neither a pass nor a miss.

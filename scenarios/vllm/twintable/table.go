@@ -255,6 +255,9 @@ func compare(measured []string, pred func(name string) ([]string, error), scenar
 type Repeatability struct {
 	Sessions []string
 	Verdicts []*Verdict // one per session, in order
+	// Cross marks the table of Cross rather than Repeat: each session's
+	// own twin against the other sessions.
+	Cross bool
 }
 
 // Repeat compares each of the measured directories (at least 3) with the
@@ -286,15 +289,48 @@ func Repeat(measured []string, scenarios []string, capacity string, tol float64)
 	return out, nil
 }
 
-// Write prints, per session and figure, the median |error| of the median
-// of the other sessions, and the median over the sessions.
+// Cross compares the twin calibrated from each session with the median
+// of the other sessions' measurements: predicted[j] holds the
+// predictions (<name>.json) of the twin fitted to measured[j]'s
+// calibration runs. It is the error a team should expect of a twin
+// calibrated once and used on runs it never saw, made on other days:
+// one session's fit can be a lucky draw (or an unlucky one), which a
+// check against its own session cannot tell. At least 3 sessions.
+func Cross(measured, predicted []string, scenarios []string, capacity string, tol float64) (*Repeatability, error) {
+	if len(measured) < 3 {
+		return nil, fmt.Errorf("%w: -cross needs at least 3 measured directories (sessions), got %d", errInvalid, len(measured))
+	}
+	if len(predicted) != len(measured) {
+		return nil, fmt.Errorf("%w: -cross needs one -predicted directory per -measured one (the twin fitted to that session), got %d for %d", errInvalid, len(predicted), len(measured))
+	}
+	out := &Repeatability{Sessions: measured, Cross: true}
+	for j := range measured {
+		others := append(append([]string(nil), measured[:j]...), measured[j+1:]...)
+		v, err := Compare(others, predicted[j], scenarios, capacity, tol)
+		if err != nil {
+			return nil, err
+		}
+		out.Verdicts = append(out.Verdicts, v)
+	}
+	return out, nil
+}
+
+// Write prints, per session and figure, the median |error| against the
+// median of the other sessions (of the median of the others' measurements
+// for Repeat, of the session's own twin for Cross), and the median over
+// the sessions.
 func (r *Repeatability) Write(w io.Writer) {
 	cols := append([]string(nil), Figures...)
 	if r.Verdicts[0].Capacity != nil {
 		cols = append(cols, r.Verdicts[0].Capacity.Figure)
 	}
-	fmt.Fprintf(w, "Repeatability: each session against the median of the other %d (same scenarios, same seeds, another server start):\n", len(r.Sessions)-1)
-	fmt.Fprintf(w, "the median |error| over the held-out set of a twin that predicted every figure perfectly up to the server's own spread.\n\n")
+	if r.Cross {
+		fmt.Fprintf(w, "Across sessions: the twin calibrated from each session's calibration runs against the median of the other %d sessions' held-out runs:\n", len(r.Sessions)-1)
+		fmt.Fprintf(w, "the median |error| over the held-out set to expect of a twin calibrated once and used on later runs.\n\n")
+	} else {
+		fmt.Fprintf(w, "Repeatability: each session against the median of the other %d (same scenarios, same seeds, another server start):\n", len(r.Sessions)-1)
+		fmt.Fprintf(w, "the median |error| over the held-out set of a twin that predicted every figure perfectly up to the server's own spread.\n\n")
+	}
 	fmt.Fprintf(w, "| session | %s |\n|---%s|\n", strings.Join(cols, " | "), strings.Repeat("|---:", len(cols)))
 	per := make([][]float64, len(cols))
 	for j, v := range r.Verdicts {

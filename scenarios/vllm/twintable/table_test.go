@@ -161,3 +161,50 @@ func TestRepeat(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-repeat", "-measured", dirs[0], "-measured", dirs[1], "ho-a"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "at least 3 measured directories")
 }
+
+// TestCross: three sessions measured at 1, 1.1 and 1.3 times a base, and
+// the twin calibrated from each predicting 1, 1.15 and 1.5 times it. Each
+// twin is compared with the median of the other two sessions, so the
+// errors are exact: 1 against 1.2 (−16.7%), 1.15 against 1.15 (0), 1.5
+// against 1.05 (+42.9%), on every figure and the capacity; the median
+// over sessions is 16.7%. Fewer than three sessions, or a prediction
+// directory missing for one, is exit 2.
+func TestCross(t *testing.T) {
+	var meas, pred []string
+	for i, k := range []float64{1, 1.1, 1.3} {
+		d, p := t.TempDir(), t.TempDir()
+		writeJSON(t, d, "ho-a.test.1.json", figures(k))
+		writeJSON(t, d, "ho-b.test.1.json", figures(2*k))
+		writeJSON(t, d, "cap.test.1.json", map[string]any{"capacity": map[string]any{"crossing_rate": 10 * k}})
+		q := []float64{1, 1.15, 1.5}[i]
+		writeJSON(t, p, "ho-a.json", figures(q))
+		writeJSON(t, p, "ho-b.json", figures(2*q))
+		writeJSON(t, p, "cap.json", map[string]any{"capacity": map[string]any{"crossing_rate": 10 * q}})
+		meas, pred = append(meas, d), append(pred, p)
+	}
+	r, err := Cross(meas, pred, []string{"ho-a", "ho-b"}, "cap", 0.1)
+	require.NoError(t, err)
+	want := []float64{1/1.2 - 1, 0, 1.5/1.05 - 1}
+	for j, v := range r.Verdicts {
+		for _, f := range Figures {
+			assert.InDelta(t, math.Abs(want[j]), v.MedianAbsErr[f], 1e-9, "session %d %s", j, f)
+		}
+		assert.InDelta(t, want[j], v.Capacity.Err(), 1e-9, "session %d capacity", j)
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"-cross", "-capacity", "cap"}
+	for j := range meas {
+		args = append(args, "-measured", meas[j], "-predicted", pred[j])
+	}
+	require.Equal(t, 0, run(append(args, "ho-a", "ho-b"), &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "Across sessions")
+	assert.Contains(t, out.String(), "| median over sessions | 16.7% | 16.7% | 16.7% | 16.7% | 16.7% |")
+	out.Reset()
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"-cross", "-measured", meas[0], "-predicted", pred[0], "-measured", meas[1], "-predicted", pred[1], "ho-a"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "at least 3 measured directories")
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"-cross", "-measured", meas[0], "-measured", meas[1], "-measured", meas[2], "-predicted", pred[0], "ho-a"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "one -predicted directory per -measured one")
+	assert.Empty(t, out.String(), "an invalid comparison prints no table")
+}
