@@ -31,6 +31,12 @@
 #            cpu-vllm-tiny, or a YAML file) instead of the one fitted in
 #            step 2 (the fit still runs and is reported)
 #   TOL      the goal, a fraction (default 0.10)
+#   CAL      names of the measured runs to calibrate from (default: the
+#            scenarios of twin/cal.yaml), separated by spaces: with FROM, a
+#            calibration set other than the shipped one can be tried on
+#            runs already made, such as a held-out run moved into it
+#   HELD     names of the held-out runs to compare (default: those of
+#            twin/held.yaml, less any in CAL); a run in both is exit 2
 #   CROSS    with 3 or more FROM sessions, set to 1 to also calibrate a twin
 #            from each session's calibration runs and compare its
 #            predictions with the median of the other sessions
@@ -75,7 +81,7 @@ latest() { ls -1 "$1/$2".test.*.json 2>/dev/null | sort -t. -k3,3n | tail -1; }
 # is missing or the fit wrote no profile.
 calibrate() {
 	local cal=() name f
-	for name in $(grep -oE '^- name: twin-cal-[A-Za-z0-9_.-]+' scenarios/vllm/twin/cal.yaml | cut -d' ' -f3); do
+	for name in $calnames; do
 		f=$(latest "$1" "$name")
 		if [ -z "$f" ]; then
 			echo "twin-check: no measured result of $name in $1"
@@ -84,13 +90,14 @@ calibrate() {
 		cal+=("$f")
 	done
 	echo "twin-check: calibrating from ${cal[*]}"
-# What vLLM 0.13 on CPU states at start for the tiny model (its log and
-# its CPU defaults, scenarios/vllm/README.md): chunked prefill with
-# max_num_batched_tokens 2048, max_num_seqs 128 (128 x world size),
-# blocks of 128 tokens, a KV cache of 1,048,576 tokens (8,192 blocks),
-# max_model_len 8192. Given, not fitted. --force: a fit that misses its
-# own goal on the calibration runs still writes its profile (its header
-# says so), so that the held-out comparison below shows how far off it is.
+	# What vLLM 0.13 on CPU states at start for the tiny model (its log
+	# and its CPU defaults, scenarios/vllm/README.md): chunked prefill
+	# with max_num_batched_tokens 2048, max_num_seqs 128 (128 x world
+	# size), blocks of 128 tokens, a KV cache of 1,048,576 tokens (8,192
+	# blocks), max_model_len 8192. Given, not fitted. --force: a fit that
+	# misses its own goal on the calibration runs still writes its profile
+	# (its header says so), so that the held-out comparison below shows
+	# how far off it is.
 	"$sg" sim calibrate --output "$2" --force \
 		--max-model-len 8192 --max-num-seqs 128 --max-num-batched-tokens 2048 --block-size 128 --num-kv-blocks 8192 \
 		"${cal[@]}" 2>&1
@@ -101,9 +108,18 @@ calibrate() {
 }
 
 # The held-out scenarios (the capacity search apart).
+calnames=${CAL:-$(grep -oE '^- name: twin-cal-[A-Za-z0-9_.-]+' scenarios/vllm/twin/cal.yaml | cut -d' ' -f3)}
 held=()
 capacity=""
-for name in $(grep -oE '^- name: twin-ho-[A-Za-z0-9_.-]+' scenarios/vllm/twin/held.yaml | cut -d' ' -f3); do
+for name in ${HELD:-$(grep -oE '^- name: twin-ho-[A-Za-z0-9_.-]+' scenarios/vllm/twin/held.yaml | cut -d' ' -f3)}; do
+	if [[ " $(echo $calnames) " == *" $name "* ]]; then
+		if [ -n "${HELD:-}" ]; then
+			echo "twin-check: $name is in both CAL and HELD: a run cannot be calibrated on and held out"
+			exit 2
+		fi
+		echo "twin-check: $name is calibrated on (CAL), so it is not held out"
+		continue
+	fi
 	if [ "$name" = twin-ho-capacity ]; then # the one capacity search
 		capacity=$name
 	else
