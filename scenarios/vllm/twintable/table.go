@@ -332,24 +332,39 @@ func (r *Repeatability) Write(w io.Writer) {
 		fmt.Fprintf(w, "the median |error| over the held-out set of a twin that predicted every figure perfectly up to the server's own spread.\n\n")
 	}
 	fmt.Fprintf(w, "| session | %s |\n|---%s|\n", strings.Join(cols, " | "), strings.Repeat("|---:", len(cols)))
-	per := make([][]float64, len(cols))
 	for j, v := range r.Verdicts {
 		fmt.Fprintf(w, "| %s |", r.Sessions[j])
-		for i, c := range cols {
-			e := v.MedianAbsErr[c]
-			if i >= len(Figures) {
-				e = math.Abs(v.Capacity.Err())
-			}
-			per[i] = append(per[i], e)
-			fmt.Fprintf(w, " %.1f%% |", 100*e)
+		for _, c := range cols {
+			fmt.Fprintf(w, " %.1f%% |", 100*v.absErr(c))
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprint(w, "| median over sessions |")
-	for i := range cols {
-		fmt.Fprintf(w, " %.1f%% |", 100*median(per[i]))
+	for _, c := range cols {
+		fmt.Fprintf(w, " %.1f%% |", 100*r.Median(c))
 	}
 	fmt.Fprintln(w)
+}
+
+// absErr is the verdict's median |error| of figure f over the held-out
+// set, or the capacity's |error| when f is a capacity figure
+// (capacity_crossing_rate or capacity_max_goodput_rate: each session's
+// file says which it has).
+func (v *Verdict) absErr(f string) float64 {
+	if v.Capacity != nil && strings.HasPrefix(f, "capacity_") {
+		return math.Abs(v.Capacity.Err())
+	}
+	return v.MedianAbsErr[f]
+}
+
+// Median is the median over the sessions of figure f's error (a key of
+// Figures, or the capacity's figure): the table's last row.
+func (r *Repeatability) Median(f string) float64 {
+	var per []float64
+	for _, v := range r.Verdicts {
+		per = append(per, v.absErr(f))
+	}
+	return median(per)
 }
 
 // median of a (sorted copy), linear between the middle two.
