@@ -64,7 +64,7 @@ func BenchmarkFloor(b *testing.B) {
 		r, err = Repeat(dirs, held, floorCapacity, 0.10)
 		require.NoError(b, err)
 	}
-	for _, f := range append(append([]string(nil), Figures...), r.Verdicts[0].Capacity.Figure) {
+	for _, f := range r.Columns() {
 		b.ReportMetric(100*r.Median(f), "floor-"+strings.ReplaceAll(f, "_", "-")+"-%")
 	}
 }

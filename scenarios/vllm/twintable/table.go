@@ -320,10 +320,7 @@ func Cross(measured, predicted []string, scenarios []string, capacity string, to
 // for Repeat, of the session's own twin for Cross), and the median over
 // the sessions.
 func (r *Repeatability) Write(w io.Writer) {
-	cols := append([]string(nil), Figures...)
-	if r.Verdicts[0].Capacity != nil {
-		cols = append(cols, r.Verdicts[0].Capacity.Figure)
-	}
+	cols := r.Columns()
 	if r.Cross {
 		fmt.Fprintf(w, "Across sessions: the twin calibrated from each session's calibration runs against the median of the other %d sessions' held-out runs:\n", len(r.Sessions)-1)
 		fmt.Fprintf(w, "the median |error| over the held-out set to expect of a twin calibrated once and used on later runs.\n\n")
@@ -355,6 +352,16 @@ func (v *Verdict) absErr(f string) float64 {
 		return math.Abs(v.Capacity.Err())
 	}
 	return v.MedianAbsErr[f]
+}
+
+// Columns are the table's figures: Figures, and the capacity's when the
+// sessions compared one.
+func (r *Repeatability) Columns() []string {
+	cols := append([]string(nil), Figures...)
+	if r.Verdicts[0].Capacity != nil {
+		cols = append(cols, r.Verdicts[0].Capacity.Figure)
+	}
+	return cols
 }
 
 // Median is the median over the sessions of figure f's error (a key of
