@@ -6,8 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // Bench runs sc as the sub-benchmark scenario=<name> of b: one full
@@ -55,12 +56,12 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	var (
 		units []string
 		sums  = map[string]float64{}
-		last  *Outcome
+		last  *pipeline.Outcome
 	)
 	for range b.N {
-		ctx, cancel := runContext(b.Context(), plan)
+		ctx, cancel := pipeline.RunContext(b.Context(), plan)
 		b.StartTimer()
-		o, err := Execute(ctx, plan, tgt, rerunHooks(b, "bench"))
+		o, err := pipeline.Execute(ctx, plan, tgt, rerunHooks(b, "bench"))
 		b.StopTimer()
 		cancel()
 		require.NoError(b, err)
@@ -82,7 +83,7 @@ func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 
 // reportBench reports the mean of each unit over b.N runs and logs the
 // SLO table of the last run.
-func reportBench(b *testing.B, units []string, sums map[string]float64, last *Outcome) {
+func reportBench(b *testing.B, units []string, sums map[string]float64, last *pipeline.Outcome) {
 	for _, u := range units {
 		b.ReportMetric(sums[u]/float64(b.N), u)
 	}

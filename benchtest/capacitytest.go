@@ -9,20 +9,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/capacity"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/capacity"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // runSweep runs the capacity search of plan, writes its result JSON and
 // benchfmt line, and logs the step table and warnings.
-func runSweep(tb testing.TB, plan *Plan, tgt *Target, mode, benchfmtFile string) *Sweep {
+func runSweep(tb testing.TB, plan *pipeline.Plan, tgt *pipeline.Target, mode, benchfmtFile string) *pipeline.Sweep {
 	tb.Helper()
 	// The budget is checked before each step; a step that overruns it is
 	// cut after two more minutes.
 	ctx, cancel := context.WithTimeout(tb.Context(), plan.Capacity.Budget.D()+2*time.Minute)
 	defer cancel()
-	sw, err := RunSweep(ctx, plan, tgt, SweepHooks{Step: func(st capacity.Step, _ *Outcome) {
+	sw, err := pipeline.RunSweep(ctx, plan, tgt, pipeline.SweepHooks{Step: func(st capacity.Step, _ *pipeline.Outcome) {
 		tb.Logf("capacity step at %g req/s: pass=%v", st.Rate, st.Pass)
 	}})
 	require.NoError(tb, err)
@@ -46,7 +47,7 @@ func runSweep(tb testing.TB, plan *Plan, tgt *Target, mode, benchfmtFile string)
 
 // runCapacityTest is Run for a scenario with a capacity block: the search
 // must find a rate at which every SLO holds.
-func runCapacityTest(t *testing.T, plan *Plan, tgt *Target) {
+func runCapacityTest(t *testing.T, plan *pipeline.Plan, tgt *pipeline.Target) {
 	sw := runSweep(t, plan, tgt, "test", testBenchfmt)
 	v := sw.Verdict()
 	assert.Truef(t, v.Pass, "capacity of scenario %s: no rate from %g req/s up meets every SLO", plan.Name, plan.Capacity.MinRate)
@@ -64,7 +65,7 @@ func runCapacityTest(t *testing.T, plan *Plan, tgt *Target) {
 
 // runCapacityBench is Bench for a scenario with a capacity block: one
 // search per iteration, max-rate-req/s reported.
-func runCapacityBench(b *testing.B, plan *Plan, tgt *Target) {
+func runCapacityBench(b *testing.B, plan *pipeline.Plan, tgt *pipeline.Target) {
 	var sum float64
 	for range b.N {
 		b.StartTimer()

@@ -12,22 +12,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/internal/cpuset"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/dockertest"
+	"github.com/servegate/servegate/internal/cpuset"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // execute runs a scenario once against its target, outside any test
 // assertion, and returns the outcome.
-func execute(t *testing.T, sc *scenario.Scenario, hooks Hooks) *Outcome {
+func execute(t *testing.T, sc *scenario.Scenario, hooks pipeline.Hooks) *pipeline.Outcome {
 	t.Helper()
-	plan := NewPlan(sc)
-	tgt, err := StartTarget(t.Context(), plan.Target, io.Discard)
+	plan := pipeline.NewPlan(sc)
+	tgt, err := pipeline.StartTarget(t.Context(), plan.Target, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tgt.Close(context.Background()) })
-	o, err := Execute(t.Context(), plan, tgt, hooks)
+	o, err := pipeline.Execute(t.Context(), plan, tgt, hooks)
 	require.NoError(t, err)
 	return o
 }
@@ -41,14 +42,14 @@ func TestInvalidRunIsNotTheServersFault(t *testing.T) {
 	// No request can be sent within a nanosecond of being free, and no
 	// server answers within a microsecond.
 	bad := parse(t, strings.Replace(tiny, "harness: {max_lateness_p99: 0, max_cpu: 0,", "harness: {reruns: 1, max_lateness_p99: 1ns, max_cpu: 0.9,", 1)+"    - p99_ttft_ms <= 0.001\n")
-	var reruns []*Outcome
-	o := execute(t, bad, Hooks{Rerun: func(o *Outcome) { reruns = append(reruns, o) }})
+	var reruns []*pipeline.Outcome
+	o := execute(t, bad, pipeline.Hooks{Rerun: func(o *pipeline.Outcome) { reruns = append(reruns, o) }})
 	require.Len(t, reruns, 1, "an invalid run is run again harness.reruns times")
 	assert.NotSame(t, o, reruns[0])
 	assert.NotEmpty(t, reruns[0].Invalid())
 	err := o.InvalidError()
 	require.Error(t, err)
-	var ie *InvalidRunError
+	var ie *pipeline.InvalidRunError
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, err.Error(), "scenario tiny: invalid run: load generator fell behind: p99_lateness_ms = ")
 	assert.Contains(t, err.Error(), "the numbers say nothing about the server")
@@ -62,9 +63,9 @@ func TestInvalidRunIsNotTheServersFault(t *testing.T) {
 	assert.NotContains(t, table.String(), "FAIL")
 
 	// Limits off: this run is valid however loaded the machine is.
-	good := execute(t, parse(t, tiny), Hooks{})
+	good := execute(t, parse(t, tiny), pipeline.Hooks{})
 	require.NoError(t, good.InvalidError(), good.HealthLine())
-	for _, o := range []*Outcome{o, good} {
+	for _, o := range []*pipeline.Outcome{o, good} {
 		_, err := out.writeBenchfmt(testBenchfmt, "Scenarios/scenario=tiny", o.BenchConfig(), o.BenchMetrics())
 		require.NoError(t, err)
 	}
@@ -93,7 +94,7 @@ func TestSimTargetCPUSet(t *testing.T) {
 		t.Skip("starts a container")
 	}
 	dockertest.Require(t)
-	tgt, err := StartTarget(t.Context(), scenario.Target{Kind: scenario.TargetSim, Profile: "instant"}, io.Discard)
+	tgt, err := pipeline.StartTarget(t.Context(), scenario.Target{Kind: scenario.TargetSim, Profile: "instant"}, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tgt.Close(context.Background()) })
 	if runtime.NumCPU() < cpuset.MinCPUs {

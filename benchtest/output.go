@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // Output files, under the output directory (SERVEGATE_OUT, default

@@ -2,19 +2,15 @@ package benchtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 // Paired mode (ci/compare.sh --paired). With SERVEGATE_PAIRED_BASE set,
@@ -26,7 +22,7 @@ import (
 // schedule, each target through its own Execute, the two started
 // together, the side started first alternating with the pair label. The
 // machine's noise at that moment falls on both runs of a pair, and
-// ci/gate -paired compares them pair by pair.
+// internal/gate -paired compares them pair by pair.
 //
 // Only targets built from each side's sources can be paired: kind sim
 // (base's simulator image is built from the base checkout, with
@@ -61,64 +57,6 @@ func pairLabel() (int, error) {
 	return n, nil
 }
 
-// baseScenario loads the base side's scenario of sc: the scenario of
-// the same name in the file of the same path under the base checkout,
-// with the same environment overrides.
-func baseScenario(sc *scenario.Scenario) (*scenario.Scenario, error) {
-	baseRoot, headRoot := os.Getenv(EnvPairedBase), os.Getenv(EnvPairedHead)
-	if headRoot == "" {
-		return nil, fmt.Errorf("paired mode: %s is set but %s (the head checkout's root) is not", EnvPairedBase, EnvPairedHead)
-	}
-	if sc.File == "" {
-		return nil, fmt.Errorf("paired mode: scenario %s has no file, so base's cannot be found", sc.Name)
-	}
-	file, err := filepath.Abs(sc.File)
-	if err != nil {
-		return nil, fmt.Errorf("paired mode: %w", err)
-	}
-	head, err := filepath.Abs(headRoot)
-	if err != nil {
-		return nil, fmt.Errorf("paired mode: %w", err)
-	}
-	rel, err := filepath.Rel(head, file)
-	if err != nil || !filepath.IsLocal(rel) {
-		return nil, fmt.Errorf("paired mode: scenario file %s is not under %s=%s", file, EnvPairedHead, headRoot)
-	}
-	scs, err := scenario.LoadFile(filepath.Join(baseRoot, rel))
-	if err != nil {
-		return nil, fmt.Errorf("paired mode: base's scenario %s: %w", sc.Name, err)
-	}
-	for _, b := range scs {
-		if b.Name == sc.Name {
-			return b.Override(scenario.EnvFromOS())
-		}
-	}
-	return nil, fmt.Errorf("paired mode: base's %s has no scenario %s", filepath.Join(baseRoot, rel), sc.Name)
-}
-
-// baseTarget is the target spec of base's side of sc.
-func baseTarget(ctx context.Context, sc *scenario.Scenario, log io.Writer) (scenario.Target, error) {
-	bsc, err := baseScenario(sc)
-	if err != nil {
-		return scenario.Target{}, err
-	}
-	spec := bsc.Target
-	switch spec.Kind {
-	case scenario.TargetSim:
-		if spec.Image == "" {
-			img, err := simulator.ImageAt(ctx, os.Getenv(EnvPairedBase), log)
-			if err != nil {
-				return spec, fmt.Errorf("paired mode: base's simulator: %w", err)
-			}
-			spec.Image = img
-		}
-	case scenario.TargetContainer:
-	default:
-		return spec, fmt.Errorf("paired mode: scenario %s: a %s target is not built from each side's sources; paired mode runs sim and container targets", sc.Name, spec.Kind)
-	}
-	return spec, nil
-}
-
 // runPairedBench is runBench in paired mode: one pair per iteration
 // (run it with -benchtime 1x; each go test invocation is one pair); a
 // capacity scenario is skipped, saying why. Head's
@@ -131,20 +69,20 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		b.Skipf("paired mode: scenario %s is a capacity search, whose steps differ between the sides and do not pair; gate it with ci/compare.sh --interleaved", sc.Name)
 	}
 	plan, head := start(b, owner, sc)
-	log := testLog{b}
-	spec, err := baseTarget(b.Context(), sc, log)
+	log := pipeline.TestLog{TB: b}
+	spec, err := pipeline.BaseTarget(b.Context(), sc, log)
 	require.NoError(b, err)
-	base, err := shared.acquire(context.Background(), owner, spec)
+	base, err := pipeline.Shared.Acquire(context.Background(), owner, spec)
 	require.NoError(b, err, "start base's %s target of scenario %s", spec.Kind, sc.Name)
 	if b.N != 1 {
 		b.Fatalf("paired mode runs one pair per go test invocation: use -benchtime 1x (b.N = %d)", b.N)
 	}
-	ctx, cancel := runContext(b.Context(), plan)
+	ctx, cancel := pipeline.RunContext(b.Context(), plan)
 	defer cancel()
 	require.NoError(b, plan.Prepare(ctx))
 	baseFirst := pair%2 == 1
 	b.StartTimer()
-	ob, oh, err := executePair(ctx, plan, base, head, baseFirst, rerunHooks(b, "bench"))
+	ob, oh, err := pipeline.ExecutePair(ctx, plan, base, head, baseFirst, rerunHooks(b, "bench"))
 	b.StopTimer()
 	require.NoError(b, err)
 	label := strconv.Itoa(pair)
@@ -158,7 +96,7 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	save(b, oh, "bench", benchBenchfmt, b.Name())
 	var units []string
 	sums := map[string]float64{}
-	for _, o := range []*Outcome{ob, oh} {
+	for _, o := range []*pipeline.Outcome{ob, oh} {
 		logRun(b, o)
 		if err := o.InvalidError(); err != nil {
 			b.Logf("%v; this sample is marked invalid", err)
@@ -169,27 +107,4 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		sums[m.Unit] = m.Value
 	}
 	reportBench(b, units, sums, oh)
-}
-
-// executePair runs plan against base and head at the same time, the one
-// baseFirst says started first, and returns both outcomes.
-func executePair(ctx context.Context, plan *Plan, base, head *Target, baseFirst bool, hooks Hooks) (ob, oh *Outcome, err error) {
-	var errB, errH error
-	runs := []func(){
-		func() { ob, errB = Execute(ctx, plan, base, hooks) },
-		func() { oh, errH = Execute(ctx, plan, head, hooks) },
-	}
-	if !baseFirst {
-		runs[0], runs[1] = runs[1], runs[0]
-	}
-	var wg sync.WaitGroup
-	for _, run := range runs {
-		wg.Add(1)
-		go func() { defer wg.Done(); run() }()
-	}
-	wg.Wait()
-	if err := errors.Join(errB, errH); err != nil {
-		return nil, nil, err
-	}
-	return ob, oh, nil
 }

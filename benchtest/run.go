@@ -15,15 +15,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/redact"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/redact"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // Run runs sc as the subtest scenario=<name> of t and asserts every one of
@@ -59,16 +61,16 @@ func RunDir(t *testing.T, dir string) {
 // start applies the environment overrides, plans the run and acquires
 // the target. A scenario that cannot run on the target the overrides
 // select (*scenario.UnsupportedError) is skipped with the reason.
-func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*Plan, *Target) {
+func start(tb testing.TB, owner testing.TB, sc *scenario.Scenario) (*pipeline.Plan, *pipeline.Target) {
 	tb.Helper()
 	sc, err := sc.Override(scenario.EnvFromOS())
 	if unsup := (*scenario.UnsupportedError)(nil); errors.As(err, &unsup) {
 		tb.Skip(unsup.Error())
 	}
 	require.NoError(tb, err)
-	plan := NewPlan(sc)
-	require.NoError(tb, applyLoadShard(plan))
-	tgt, err := shared.acquire(context.Background(), owner, plan.Target)
+	plan := pipeline.NewPlan(sc)
+	require.NoError(tb, pipeline.ApplyLoadShard(plan))
+	tgt, err := pipeline.Shared.Acquire(context.Background(), owner, plan.Target)
 	require.NoError(tb, err, "start the %s target of scenario %s", plan.Target.Kind, sc.Name)
 	tb.Cleanup(func() {
 		if tb.Failed() {
@@ -84,9 +86,9 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 		runCapacityTest(t, plan, tgt)
 		return
 	}
-	ctx, cancel := runContext(t.Context(), plan)
+	ctx, cancel := pipeline.RunContext(t.Context(), plan)
 	defer cancel()
-	o, err := Execute(ctx, plan, tgt, rerunHooks(t, "test"))
+	o, err := pipeline.Execute(ctx, plan, tgt, rerunHooks(t, "test"))
 	require.NoError(t, err)
 	save(t, o, "test", testBenchfmt, t.Name())
 	logRun(t, o)
@@ -118,8 +120,8 @@ func runTest(t *testing.T, owner testing.TB, sc *scenario.Scenario) {
 
 // rerunHooks keep the result JSON of every invalid run that Execute runs
 // again and say so; only the last run gets a benchfmt line.
-func rerunHooks(tb testing.TB, mode string) Hooks {
-	return Hooks{Rerun: func(o *Outcome) {
+func rerunHooks(tb testing.TB, mode string) pipeline.Hooks {
+	return pipeline.Hooks{Rerun: func(o *pipeline.Outcome) {
 		path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
 		if err != nil {
 			tb.Errorf("save result: %v", err)
@@ -129,7 +131,7 @@ func rerunHooks(tb testing.TB, mode string) Hooks {
 }
 
 // save writes the run's result JSON and benchfmt line, and logs where.
-func save(tb testing.TB, o *Outcome, mode, benchfmtFile, testName string) {
+func save(tb testing.TB, o *pipeline.Outcome, mode, benchfmtFile, testName string) {
 	tb.Helper()
 	path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
 	if err != nil {
@@ -144,7 +146,7 @@ func save(tb testing.TB, o *Outcome, mode, benchfmtFile, testName string) {
 
 // logRun logs the load generator's health, why a run stopped early and
 // the engine's warnings.
-func logRun(tb testing.TB, o *Outcome) {
+func logRun(tb testing.TB, o *pipeline.Outcome) {
 	tb.Helper()
 	tb.Log(o.HealthLine())
 	if o.Result.Stopped != nil {
@@ -156,7 +158,7 @@ func logRun(tb testing.TB, o *Outcome) {
 }
 
 // logFailures logs the first failed requests' errors.
-func logFailures(tb testing.TB, o *Outcome) {
+func logFailures(tb testing.TB, o *pipeline.Outcome) {
 	tb.Helper()
 	n := 0
 	for _, r := range o.Result.Records {
@@ -172,12 +174,16 @@ func logFailures(tb testing.TB, o *Outcome) {
 	}
 }
 
+// logsShown holds the targets whose log a failed test has shown, so the
+// other tests sharing a target do not repeat it.
+var logsShown sync.Map
+
 // logTarget writes the end of the target's log, read now, to the test log:
 // once per target, the first test that fails shows it and the others point
 // to it.
-func logTarget(tb testing.TB, tgt *Target) {
+func logTarget(tb testing.TB, tgt *pipeline.Target) {
 	tb.Helper()
-	if tgt.logShown.Swap(true) {
+	if _, shown := logsShown.LoadOrStore(tgt, true); shown {
 		tb.Logf("%s target log (%s): shown above, with the first failed test on this target", tgt.Kind, tgt.BaseURL)
 		return
 	}
@@ -188,6 +194,12 @@ func logTarget(tb testing.TB, tgt *Target) {
 		tb.Logf("%s target logs: %v", tgt.Kind, err)
 		return
 	}
+	logTail(tb, tgt, logs)
+}
+
+// logTail writes the last lines of a target's log to the test log.
+func logTail(tb testing.TB, tgt *pipeline.Target, logs string) {
+	tb.Helper()
 	if logs == "" {
 		return
 	}
@@ -197,4 +209,24 @@ func logTarget(tb testing.TB, tgt *Target) {
 		lines = append([]string{fmt.Sprintf("[%d earlier lines]", len(lines)-keep)}, lines[len(lines)-keep:]...)
 	}
 	tb.Logf("%s target log (%s):\n%s", tgt.Kind, redact.String(tgt.BaseURL), strings.Join(lines, "\n"))
+}
+
+// Main runs the tests and benchmarks of a package with targets shared by
+// all of them (across -count repetitions too) and stopped at the end. Use
+// it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(benchtest.Main(m)) }
+//
+// Without it a target lives as long as the test or benchmark that called
+// Run, RunDir, Bench or BenchDir.
+func Main(m *testing.M) int {
+	pipeline.Shared.Keep()
+	code := m.Run()
+	if err := pipeline.Shared.CloseAll(); err != nil {
+		fmt.Println("benchtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }

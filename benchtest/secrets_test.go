@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/redact/redacttest"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/internal/redact/redacttest"
 )
 
 // secretsChildEnv names the scenario file TestSecretsChild runs; it is set

@@ -14,7 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/benchtest/shard"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/shard"
 )
 
 // shardSuite writes a suite of tiny in-process scenarios.
@@ -110,8 +111,8 @@ func TestLoadShardEnv(t *testing.T) {
 	} {
 		t.Setenv(shard.EnvLoad, tc.shard)
 		t.Setenv(shard.EnvStartAt, tc.at)
-		p := NewPlan(parse(t, tiny))
-		err := applyLoadShard(p)
+		p := pipeline.NewPlan(parse(t, tiny))
+		err := pipeline.ApplyLoadShard(p)
 		if tc.err != "" {
 			assert.ErrorContains(t, err, tc.err)
 			continue
@@ -134,7 +135,7 @@ func TestExecuteLoadShard(t *testing.T) {
 	plan, tgt := start(t, t, parse(t, tiny))
 	require.NoError(t, plan.Prepare(t.Context()))
 	plan.Engine.StartAt = time.Now().Add(200 * time.Millisecond)
-	o, err := Execute(t.Context(), plan, tgt, Hooks{})
+	o, err := pipeline.Execute(t.Context(), plan, tgt, pipeline.Hooks{})
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 4, 7, 10}, o.Result.Indices)
 	var ids []string
@@ -147,6 +148,6 @@ func TestExecuteLoadShard(t *testing.T) {
 	assert.Contains(t, js, `"shard_requests": "12"`)
 	assert.Contains(t, js, `"start_at": "`)
 
-	_, err = Execute(t.Context(), plan, tgt, Hooks{})
+	_, err = pipeline.Execute(t.Context(), plan, tgt, pipeline.Hooks{})
 	assert.ErrorContains(t, err, "passed")
 }

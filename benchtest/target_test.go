@@ -1,95 +1,15 @@
 package benchtest
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/pipeline"
 )
-
-// fakeKind registers a target kind that counts starts and stops.
-func fakeKind(t *testing.T, fail error) (kind string, starts, stops *atomic.Int32) {
-	t.Helper()
-	kind = "fake-" + t.Name()
-	starts, stops = new(atomic.Int32), new(atomic.Int32)
-	starters[kind] = func(_ context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
-		starts.Add(1)
-		if fail != nil {
-			return nil, fail
-		}
-		return &Target{Kind: spec.Kind, Model: spec.Model, close: func(context.Context) error { stops.Add(1); return nil }}, nil
-	}
-	t.Cleanup(func() { delete(starters, kind) })
-	return kind, starts, stops
-}
-
-func TestPoolSharesAndStops(t *testing.T) {
-	kind, starts, stops := fakeKind(t, nil)
-	p := &pool{entries: map[string]*entry{}}
-	var a1, a2, b *Target
-	t.Run("owner", func(t *testing.T) {
-		var err error
-		t.Run("first", func(t *testing.T) {
-			a1, err = p.acquire(t.Context(), t, scenario.Target{Kind: kind, Model: "a"})
-			require.NoError(t, err)
-		})
-		// The first subtest released its reference: nothing else held the
-		// target, so it stopped.
-		assert.Equal(t, int32(1), stops.Load())
-
-		// The owner holds the target for its subtests.
-		a1, err = p.acquire(t.Context(), t, scenario.Target{Kind: kind, Model: "a"})
-		require.NoError(t, err)
-		t.Run("second", func(t *testing.T) {
-			a2, err = p.acquire(t.Context(), t, scenario.Target{Kind: kind, Model: "a", StartTimeout: 5})
-			require.NoError(t, err)
-			b, err = p.acquire(t.Context(), t, scenario.Target{Kind: kind, Model: "b"})
-			require.NoError(t, err)
-		})
-		assert.Same(t, a1, a2, "same spec (start_timeout aside): one target")
-		assert.NotSame(t, a1, b)
-		assert.Equal(t, int32(3), starts.Load())
-		assert.Equal(t, int32(2), stops.Load(), "b stopped with its test, a is still held")
-	})
-	assert.Equal(t, int32(3), stops.Load(), "a stopped when its owner ended")
-	assert.Empty(t, p.entries)
-}
-
-func TestPoolKeepUntilCloseAll(t *testing.T) {
-	kind, starts, stops := fakeKind(t, nil)
-	p := &pool{entries: map[string]*entry{}, keep: true}
-	for range 3 {
-		t.Run("count", func(t *testing.T) {
-			_, err := p.acquire(t.Context(), t, scenario.Target{Kind: kind})
-			require.NoError(t, err)
-		})
-	}
-	assert.Equal(t, int32(1), starts.Load(), "-count repetitions share the target")
-	assert.Equal(t, int32(0), stops.Load())
-	require.NoError(t, p.closeAll())
-	assert.Equal(t, int32(1), stops.Load())
-}
-
-func TestPoolStartError(t *testing.T) {
-	kind, starts, _ := fakeKind(t, errors.New("no such image"))
-	p := &pool{entries: map[string]*entry{}}
-	_, err := p.acquire(t.Context(), t, scenario.Target{Kind: kind})
-	require.EqualError(t, err, "no such image")
-	_, err = p.acquire(t.Context(), t, scenario.Target{Kind: kind})
-	require.EqualError(t, err, "no such image")
-	assert.Equal(t, int32(1), starts.Load(), "a failed start is not retried by every scenario")
-
-	_, err = p.acquire(t.Context(), t, scenario.Target{Kind: "k8s"})
-	require.EqualError(t, err, "start k8s target: unknown kind (kinds: [sim inproc vllm url container])")
-}
 
 func TestBenchName(t *testing.T) {
 	procs := benchName("X")[1:]
@@ -101,14 +21,6 @@ func TestBenchName(t *testing.T) {
 	for in, want := range cases {
 		assert.Equal(t, want, benchName(in), in)
 	}
-}
-
-func TestSimSettings(t *testing.T) {
-	set, err := simSettings(scenario.Target{Args: []string{"--max-num-seqs=4", "slowdown=1.1"}, Model: "m"})
-	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"max_num_seqs": "4", "slowdown": "1.1", "model": "m"}, set)
-	_, err = simSettings(scenario.Target{Args: []string{"--fast"}})
-	assert.EqualError(t, err, `simulator arg "--fast": want --knob=value`)
 }
 
 // recordTB records what a helper logs.
@@ -127,16 +39,14 @@ func TestLogTargetKeepsTheEnd(t *testing.T) {
 	for i := range 250 {
 		lines = append(lines, fmt.Sprintf("line %d", i))
 	}
-	tgt := &Target{Kind: "sim", BaseURL: "http://127.0.0.1:1", logs: func(context.Context) (string, error) {
-		return strings.Join(lines, "\n") + "\n", nil
-	}}
+	tgt := &pipeline.Target{Kind: "sim", BaseURL: "http://127.0.0.1:1"}
 	rec := &recordTB{TB: t}
-	logTarget(rec, tgt)
+	logTail(rec, tgt, strings.Join(lines, "\n")+"\n")
 	require.Len(t, rec.logs, 1)
 	assert.True(t, strings.HasPrefix(rec.logs[0], "sim target log (http://127.0.0.1:1):\n[50 earlier lines]\nline 50\n"), rec.logs[0][:80])
 	assert.True(t, strings.HasSuffix(rec.logs[0], "\nline 249"))
 
 	rec = &recordTB{TB: t}
-	logTarget(rec, &Target{Kind: "url"})
+	logTarget(rec, &pipeline.Target{Kind: "url"})
 	assert.Empty(t, rec.logs, "a target without logs logs nothing")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 // The target's log is read when a test fails (not when the target
@@ -17,14 +18,14 @@ import (
 // other failed tests on the same target point to it.
 func TestLogTargetOncePerTarget(t *testing.T) {
 	reads := 0
-	tgt := &Target{Kind: "vllm", BaseURL: "http://127.0.0.1:1", logs: func(context.Context) (string, error) {
+	tgt := pipeline.WithLogs(pipeline.Target{Kind: "vllm", BaseURL: "http://127.0.0.1:1"}, func(context.Context) (string, error) {
 		reads++
 		var b strings.Builder
 		for i := range 250 {
 			fmt.Fprintf(&b, "line %d read %d\n", i, reads)
 		}
 		return b.String(), nil
-	}}
+	}, nil)
 	first, second := &recordTB{TB: t}, &recordTB{TB: t}
 	logTarget(first, tgt)
 	logTarget(second, tgt)

@@ -188,7 +188,7 @@ run() {
     # A benchfmt configuration key holds until a later line changes it, so
     # a run marked interrupted or invalid at the end of one file would mark
     # the next file's results too: clear the run markers (see
-    # benchtest/report.Interrupted) before each file.
+    # internal/report.Interrupted) before each file.
     if [ -s "$sgout/bench.benchfmt" ]; then
       { printf 'interrupted:\ninvalid:\n'; cat "$sgout/bench.benchfmt"; } >>"$OUT/$side.benchfmt"
     fi

@@ -19,7 +19,7 @@
 # detected.
 #
 # Measured at count 6 (CAPACITY_CHECK_TRUTH=0 after the first): three
-# batches on a quiet machine and one beside a noisy neighbour (the ci/gate
+# batches on a quiet machine and one beside a noisy neighbour (the internal/gate
 # accuracy test's, about one core; load 1.6-1.8) all caught the loss:
 # base 26.57-26.60, head 24.12-24.15 req/s, -9.2%, p = 0.002 (the least a
 # U test of 6 against 6 can give), with a spread under 0.2% on each side.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/limit"
 )
 

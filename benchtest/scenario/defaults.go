@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/client"
+	"github.com/servegate/servegate/internal/client"
 )
 
 // The defaults of every scenario key, in one place. docs/scenarios.md

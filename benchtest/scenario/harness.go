@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // A Harness holds the limits on the load generator's own health. Past any

@@ -3,7 +3,7 @@ package scenario
 import (
 	"slices"
 
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // derivedMetrics are computed from the summary for SLOs: goodput_ratio is

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/servermetrics"
+	"github.com/servegate/servegate/internal/servermetrics"
 )
 
 // DefaultScrapeInterval is server_metrics.interval's default.

@@ -7,11 +7,11 @@ import (
 	"math"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/conversation"
-	"github.com/servegate/servegate/benchtest/engine"
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/conversation"
+	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/limit"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // Sessions make a scenario multi-turn: conversations from Source replace

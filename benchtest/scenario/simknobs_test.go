@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // TestSimKnobRanges: a simulator knob out of its range in target.args is

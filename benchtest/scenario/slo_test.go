@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 func TestBoundHolds(t *testing.T) {

@@ -3,7 +3,7 @@ package scenario
 import (
 	"strings"
 
-	"github.com/servegate/servegate/tokenizer"
+	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 // ResolveTokenizer resolves a target's tokenizer setting to the name

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/engine"
-	"github.com/servegate/servegate/benchtest/redact"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/limit"
+	"github.com/servegate/servegate/internal/redact"
 )
 
 var (

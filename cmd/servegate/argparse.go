@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // This file is a small argparse work-alike. Go's flag package cannot take

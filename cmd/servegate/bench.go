@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 const benchSummary = `Benchmark online serving throughput: a drop-in for 'vllm bench serve'.
@@ -85,13 +85,13 @@ func interrupted(ctx context.Context, code int, stderr io.Writer) int {
 // scenarioPlans loads a scenario file and plans each scenario: the
 // environment overrides CI uses (SERVEGATE_TARGET, ...) first, then the
 // flags given explicitly.
-func scenarioPlans(path string, a *benchArgs, fp *benchPlan, p *argParser) ([]*benchtest.Plan, error) {
+func scenarioPlans(path string, a *benchArgs, fp *benchPlan, p *argParser) ([]*pipeline.Plan, error) {
 	scs, err := scenario.LoadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	env := scenario.EnvFromOS()
-	var plans []*benchtest.Plan
+	var plans []*pipeline.Plan
 	for _, sc := range scs {
 		over, err := sc.Override(env)
 		if err != nil {

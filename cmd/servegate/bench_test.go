@@ -225,7 +225,7 @@ func TestBenchSimulatorBundledTokenizer(t *testing.T) {
 
 // TestBenchResultKeysMatchVLLM runs servegate bench with the flags that
 // produced a real vllm bench serve 0.13.0 result file
-// (benchtest/report/testdata/vllm-0.13/record.sh) and expects the same
+// (internal/report/testdata/vllm-0.13/record.sh) and expects the same
 // file name pattern and the same keys in the same order, plus servegate's
 // start_times and latencies after max_concurrent_requests.
 func TestBenchResultKeysMatchVLLM(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/dataset"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/dataset"
 )
 
 func TestParseBenchDefaults(t *testing.T) {

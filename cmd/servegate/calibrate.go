@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/twin"
-	"github.com/servegate/servegate/containers/simulator/sim"
 	"github.com/servegate/servegate/internal/limit"
+	"github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/twin"
 )
 
 const calibrateSummary = `Calibrate a twin of a real server: fit a simulator profile to the detailed

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // smallResult writes a result file of a few requests: detailed or not,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/servegate/servegate/ci/gate"
+	"github.com/servegate/servegate/internal/gate"
 )
 
 // runGate compares base and head results; its exit status is gate.Main's.

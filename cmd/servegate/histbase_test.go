@@ -15,11 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/ci/gate"
-	"github.com/servegate/servegate/ci/history"
+	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // histbaseScenario is the end-to-end scenario of the history baseline:
@@ -43,9 +43,9 @@ load: {request_rate: 40, warmups: 2, max_duration: 60s, request_timeout: 30s}
 // result JSON and the benchfmt line.
 type histbaseRunner struct {
 	t       *testing.T
-	plan    *benchtest.Plan
+	plan    *pipeline.Plan
 	name    string
-	targets map[float64]*benchtest.Target
+	targets map[float64]*pipeline.Target
 	n       int
 }
 
@@ -53,9 +53,9 @@ func newHistbaseRunner(t *testing.T, yaml string) *histbaseRunner {
 	t.Helper()
 	scs, err := scenario.Parse("histbase.yaml", []byte(yaml))
 	require.NoError(t, err)
-	plan := benchtest.NewPlan(scs[0])
+	plan := pipeline.NewPlan(scs[0])
 	require.NoError(t, plan.Prepare(t.Context()))
-	return &histbaseRunner{t: t, plan: plan, name: scs[0].Name, targets: map[float64]*benchtest.Target{}}
+	return &histbaseRunner{t: t, plan: plan, name: scs[0].Name, targets: map[float64]*pipeline.Target{}}
 }
 
 // run makes one run against the server of the given slowdown (1: base)
@@ -68,12 +68,12 @@ func (r *histbaseRunner) run(ctx context.Context, slowdown float64, dir string, 
 		spec := r.plan.Target
 		spec.Args = append(append([]string(nil), spec.Args...), "--slowdown="+strconv.FormatFloat(slowdown, 'g', -1, 64))
 		var err error
-		tgt, err = benchtest.StartTarget(r.t.Context(), spec, io.Discard)
+		tgt, err = pipeline.StartTarget(r.t.Context(), spec, io.Discard)
 		require.NoError(r.t, err)
 		r.t.Cleanup(func() { tgt.Close(context.Background()) })
 		r.targets[slowdown] = tgt
 	}
-	o, err := benchtest.Execute(ctx, r.plan, tgt, benchtest.Hooks{})
+	o, err := pipeline.Execute(ctx, r.plan, tgt, pipeline.Hooks{})
 	require.NoError(r.t, err)
 	r.n++
 	f := filepath.Join(dir, fmt.Sprintf("%s.bench.%d.json", r.name, r.n))
@@ -99,11 +99,11 @@ func (r *histbaseRunner) pair(ctx context.Context, slowdown float64, dir string)
 		r.run(ctx, 1.0000001, r.t.TempDir(), nil) // A/A: a second server of the same speed
 		slowdown = 1.0000001
 	}
-	var ob, oh *benchtest.Outcome
+	var ob, oh *pipeline.Outcome
 	var errB, errH error
 	done := make(chan struct{})
-	go func() { ob, errB = benchtest.Execute(ctx, r.plan, r.targets[1], benchtest.Hooks{}); close(done) }()
-	oh, errH = benchtest.Execute(ctx, r.plan, r.targets[slowdown], benchtest.Hooks{})
+	go func() { ob, errB = pipeline.Execute(ctx, r.plan, r.targets[1], pipeline.Hooks{}); close(done) }()
+	oh, errH = pipeline.Execute(ctx, r.plan, r.targets[slowdown], pipeline.Hooks{})
 	<-done
 	require.NoError(r.t, errB)
 	require.NoError(r.t, errH)
@@ -117,11 +117,11 @@ func (r *histbaseRunner) pair(ctx context.Context, slowdown float64, dir string)
 
 // addMain files main's runs with servegate history add: the benchfmt
 // file and the result JSON.
-func addMain(t *testing.T, store, commit, runner string, bench []byte, results []string) {
+func addMain(t *testing.T, dir, commit, runner string, bench []byte, results []string) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "bench.benchfmt")
 	require.NoError(t, os.WriteFile(f, bench, 0o644))
-	args := append([]string{"history", "add", "--store", store, "--commit", commit, "--commit-time", "1767225600", "--runner", runner, f}, results...)
+	args := append([]string{"history", "add", "--store", dir, "--commit", commit, "--commit-time", "1767225600", "--runner", runner, f}, results...)
 	code, out, errOut := runCmd(t, args...)
 	require.Equal(t, 0, code, out+errOut)
 }
@@ -154,8 +154,8 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	for range 8 {
 		results = append(results, r.run(t.Context(), 1, mainDir, &bench))
 	}
-	store := filepath.Join(t.TempDir(), "store")
-	addMain(t, store, "c1", runner, bench.Bytes(), results)
+	mainStore := filepath.Join(t.TempDir(), "store")
+	addMain(t, mainStore, "c1", runner, bench.Bytes(), results)
 	t.Logf("load after main's runs: %s", loadAvg())
 
 	// verdict runs head (slowdown) the way compare.sh --baseline-store
@@ -171,7 +171,7 @@ func TestStoreBaselineSimulator(t *testing.T) {
 				fresh = append(fresh, r.run(t.Context(), 1, dir, nil))
 			}
 			heads = append(heads, r.run(t.Context(), slowdown, dir, nil))
-			args := []string{"gate", "-sequential", "-baseline-store", store, "-runner", runner, "-base-commit", "c1"}
+			args := []string{"gate", "-sequential", "-baseline-store", mainStore, "-runner", runner, "-base-commit", "c1"}
 			for _, f := range fresh {
 				args = append(args, "-fresh-base", f)
 			}
@@ -272,11 +272,11 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	addMain(t, fewStore, "c1", runner, []byte(fewBench.String()), results[:2])
 	// Stale: main's runs filed (through the store's API) 40 days ago.
 	staleStore := filepath.Join(t.TempDir(), "stale")
-	st, err := history.Create(staleStore)
+	st, err := store.Create(staleStore)
 	require.NoError(t, err)
 	bf := filepath.Join(t.TempDir(), "bench.benchfmt")
 	require.NoError(t, os.WriteFile(bf, bench.Bytes(), 0o644))
-	_, err = st.Add(t.Context(), history.AddRequest{Commit: "c1", CommitTime: time.Unix(1767225600, 0), Runner: runner,
+	_, err = st.Add(t.Context(), store.AddRequest{Commit: "c1", CommitTime: time.Unix(1767225600, 0), Runner: runner,
 		Files: append([]string{bf}, results...), Now: time.Now().Add(-40 * 24 * time.Hour)})
 	require.NoError(t, err)
 	// Drift: today's base is the 10% slower server.
@@ -286,20 +286,20 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	}
 
 	for _, tt := range []struct {
-		name, store, runner, commit string
-		runs                        []string
-		want                        string
+		name, dir, runner, commit string
+		runs                      []string
+		want                      string
 	}{
-		{"missing", store, runner, "c2", today, "baseline: missing: main's commit c2 (the pull request's base) has no runs in the store"},
+		{"missing", mainStore, runner, "c2", today, "baseline: missing: main's commit c2 (the pull request's base) has no runs in the store"},
 		{"stale", staleStore, runner, "c1", today, "stale: main's runs (commit c1) were added"},
 		{"another scenario version", otherStore, runner, "c1", today, "ran another version of the scenario"},
-		{"another runner type", store, "other-runner", "c1", today, "has no runs of runner type other-runner (it has: inproc-test)"},
+		{"another runner type", mainStore, "other-runner", "c1", today, "has no runs of runner type other-runner (it has: inproc-test)"},
 		{"invalid runs", invalidStore, runner, "c1", today, "1 invalid or interrupted result line(s) beside 8 valid"},
 		{"fewer runs than the test needs", fewStore, runner, "c1", today, "has 2 valid run(s), the test needs 3"},
-		{"drift", store, runner, "c1", drifted, "drift: today's base differs from the stored baseline by +"},
+		{"drift", mainStore, runner, "c1", drifted, "drift: today's base differs from the stored baseline by +"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"gate", "-sequential", "-baseline-store", tt.store, "-runner", tt.runner, "-base-commit", tt.commit}, tt.runs...)
+			args := append([]string{"gate", "-sequential", "-baseline-store", tt.dir, "-runner", tt.runner, "-base-commit", tt.commit}, tt.runs...)
 			code, out, errOut := runCmd(t, args...)
 			t.Logf("%s%s", out, errOut)
 			require.Equal(t, gate.ExitBadInput, code)

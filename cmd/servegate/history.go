@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servegate/servegate/ci/gate"
-	"github.com/servegate/servegate/ci/history"
-	"github.com/servegate/servegate/ci/history/export"
-	"github.com/servegate/servegate/ci/history/site"
+	"github.com/servegate/servegate/internal/export"
+	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/site"
+	"github.com/servegate/servegate/internal/store"
 )
 
 const historyUsage = `usage: servegate history <command> [flags]
@@ -128,11 +128,11 @@ func (a *historyAddArgs) add(ctx context.Context, stdout io.Writer) error {
 	if runner == "" {
 		runner = "local"
 	}
-	st, err := history.Create(a.Store)
+	st, err := store.Create(a.Store)
 	if err != nil {
 		return err
 	}
-	r, err := st.Add(ctx, history.AddRequest{Commit: commit, CommitTime: when, Runner: runner, Version: version(), Files: a.Files})
+	r, err := st.Add(ctx, store.AddRequest{Commit: commit, CommitTime: when, Runner: runner, Version: version(), Files: a.Files})
 	if err != nil {
 		return err
 	}
@@ -192,14 +192,14 @@ Exit status: 0 pruned, 2 refused.`
 
 func runHistoryPrune(args []string, stdout, stderr io.Writer) int {
 	const prog = "servegate history prune"
-	var store string
-	var ret history.Retention
+	var dir string
+	var ret store.Retention
 	p := newArgParser(prog)
 	g := "options"
-	p.stringVar(&store, "store", "", g, "The results store directory.")
+	p.stringVar(&dir, "store", "", g, "The results store directory.")
 	p.required = append(p.required, "store")
-	p.intVar(&ret.KeepCommits, "keep-commits", 0, g, fmt.Sprintf("Keep each runner type's newest N commits (N >= %d).", history.MinKeepCommits))
-	p.intVar(&ret.KeepDays, "keep-days", 0, g, fmt.Sprintf("Keep the commits of the last D days (1 to %d), by commit time.", history.MaxKeepDays))
+	p.intVar(&ret.KeepCommits, "keep-commits", 0, g, fmt.Sprintf("Keep each runner type's newest N commits (N >= %d).", store.MinKeepCommits))
+	p.intVar(&ret.KeepDays, "keep-days", 0, g, fmt.Sprintf("Keep the commits of the last D days (1 to %d), by commit time.", store.MaxKeepDays))
 	p.boolVar(&ret.DryRun, "dry-run", g, "Say what would be removed; remove nothing.")
 	if wantsHelp(args) {
 		p.writeHelp(stdout, historyPruneSummary)
@@ -208,9 +208,9 @@ func runHistoryPrune(args []string, stdout, stderr io.Writer) int {
 	if err := parseRequired(p, args); err != nil {
 		return exitCode(prog, err, stderr)
 	}
-	st, err := history.Open(store)
+	st, err := store.Open(dir)
 	if err == nil {
-		var rep *history.PruneReport
+		var rep *store.PruneReport
 		rep, err = st.Prune(ret)
 		if rep != nil {
 			verb := "removed"
@@ -247,12 +247,12 @@ Exit status: 0 written, 2 refused (an empty or damaged store).`
 
 func runHistorySite(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const prog = "servegate history site"
-	var store, out, policy, commitURL, title string
+	var dir, out, policy, commitURL, title string
 	var window int
 	var alpha float64
 	p := newArgParser(prog)
 	g := "options"
-	p.stringVar(&store, "store", "", g, "The results store directory.")
+	p.stringVar(&dir, "store", "", g, "The results store directory.")
 	p.stringVar(&out, "out", "", g, "The directory the site is written to.")
 	p.required = append(p.required, "store", "out")
 	p.stringVar(&policy, "policy", "", g, "The gate policy file whose units are charted; default: the built-in policy.")
@@ -277,7 +277,7 @@ func runHistorySite(ctx context.Context, args []string, stdout, stderr io.Writer
 		commitURL = os.Getenv("GITHUB_SERVER_URL") + "/" + os.Getenv("GITHUB_REPOSITORY") + "/commit/{commit}"
 	}
 	err := func() error {
-		st, err := history.Open(store)
+		st, err := store.Open(dir)
 		if err != nil {
 			return err
 		}
@@ -326,10 +326,10 @@ Interrupted and invalid runs are left out. Exit status: 0 written, 2 refused.`
 
 func runHistoryExport(args []string, stdout, stderr io.Writer) int {
 	const prog = "servegate history export"
-	var store, format, runner, commit, benchmark, output string
+	var dir, format, runner, commit, benchmark, output string
 	p := newArgParser(prog)
 	g := "options"
-	p.stringVar(&store, "store", "", g, "The results store directory.")
+	p.stringVar(&dir, "store", "", g, "The results store directory.")
 	p.stringVar(&format, "format", "", g, "bmf or csv.").choices = []string{"bmf", "csv"}
 	p.required = append(p.required, "store", "format")
 	p.stringVar(&runner, "runner", "", g, "The runner type; needed when the store holds several.")
@@ -344,7 +344,7 @@ func runHistoryExport(args []string, stdout, stderr io.Writer) int {
 		return exitCode(prog, err, stderr)
 	}
 	err := func() error {
-		st, err := history.Open(store)
+		st, err := store.Open(dir)
 		if err != nil {
 			return err
 		}
@@ -359,7 +359,7 @@ func runHistoryExport(args []string, stdout, stderr io.Writer) int {
 			if commit != "" {
 				i := slices.IndexFunc(pts, func(p export.Point) bool { return p.Commit == commit })
 				if i < 0 {
-					return fmt.Errorf("no commit %s with a valid result in %s", commit, store)
+					return fmt.Errorf("no commit %s with a valid result in %s", commit, dir)
 				}
 				pt = pts[i]
 			}

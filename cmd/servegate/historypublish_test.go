@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/ci/history"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // git runs git in dir and returns its output.
@@ -87,7 +87,7 @@ func TestHistoryPublishScript(t *testing.T) {
 
 	check := filepath.Join(tmp, "check")
 	gitIn(t, tmp, nil, "clone", "-q", "--branch", "gh-pages", origin, check)
-	st, err := history.Open(filepath.Join(check, "store"))
+	st, err := store.Open(filepath.Join(check, "store"))
 	require.NoError(t, err)
 	cs, _, err := st.Commits("cpu4")
 	require.NoError(t, err)

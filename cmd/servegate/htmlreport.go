@@ -6,14 +6,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // writeHTMLReport writes --report.
-func (r *benchRun) writeHTMLReport(path string, o *benchtest.Outcome, console report.ConsoleSummary, info metrics.RunInfo) error {
+func (r *benchRun) writeHTMLReport(path string, o *pipeline.Outcome, console report.ConsoleSummary, info metrics.RunInfo) error {
 	title := fmt.Sprintf("servegate bench: %s on %s", info.ModelID, o.Target.Kind)
 	if r.plan.Name != "" {
 		title = fmt.Sprintf("servegate bench: scenario %s, %s on %s", r.plan.Name, info.ModelID, o.Target.Kind)
@@ -44,7 +44,7 @@ func writeHTMLFile(path string, rep report.HTMLReport) error {
 }
 
 // reportSettings lists the run's configuration for the HTML report.
-func (r *benchRun) reportSettings(tgt *benchtest.Target, info metrics.RunInfo) []report.ReportSetting {
+func (r *benchRun) reportSettings(tgt *pipeline.Target, info metrics.RunInfo) []report.ReportSetting {
 	p := r.plan
 	e := p.Engine
 	s := []report.ReportSetting{

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/engine"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/limit"
 )
 

@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/servegate/servegate/benchtest"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 const usage = `servegate benchmarks LLM serving and gates performance regressions.
@@ -90,7 +90,7 @@ func exitCode(prog string, err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: %s [options]\n%s: error: %s\n", prog, prog, ue.msg)
 		return 2
 	}
-	var ie *benchtest.InvalidRunError
+	var ie *pipeline.InvalidRunError
 	if errors.As(err, &ie) {
 		// Fail closed: the run cannot tell anything about the server.
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)

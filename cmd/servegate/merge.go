@@ -9,9 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/report"
-	"github.com/servegate/servegate/benchtest/shard"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/report"
+	"github.com/servegate/servegate/internal/shard"
 )
 
 const mergeSummary = `Merge the detailed results of one run's shards (servegate bench --shard

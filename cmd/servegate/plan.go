@@ -7,23 +7,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/engine"
-	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/benchtest/servermetrics"
-	"github.com/servegate/servegate/tokenizer"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/engine"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/servermetrics"
+	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 // The flags → Plan mapping. Without --scenario every flag applies, with
 // its default when not given, so a plain run is vllm bench serve's. With
-// --scenario the Plan is benchtest.NewPlan's and only the flags given
+// --scenario the Plan is pipeline.NewPlan's and only the flags given
 // explicitly apply on top of it.
 
 // flagsPlan maps the validated flags of a plain run onto a Plan.
-func flagsPlan(a *benchArgs, fp *benchPlan, log io.Writer) *benchtest.Plan {
-	plan := &benchtest.Plan{
+func flagsPlan(a *benchArgs, fp *benchPlan, log io.Writer) *pipeline.Plan {
+	plan := &pipeline.Plan{
 		Target: scenario.Target{Kind: a.Target, Model: a.Model},
 		Hub:    cliHub(),
 		Info:   metrics.RunInfo{ModelID: a.Model},
@@ -52,7 +52,7 @@ func flagsPlan(a *benchArgs, fp *benchPlan, log io.Writer) *benchtest.Plan {
 // scenario's target the way SERVEGATE_TARGET, SERVEGATE_URL and
 // SERVEGATE_MODEL do, so that kind-specific keys are kept or dropped by the
 // same rule.
-func scenarioPlan(sc *scenario.Scenario, a *benchArgs, fp *benchPlan, p *argParser) (*benchtest.Plan, error) {
+func scenarioPlan(sc *scenario.Scenario, a *benchArgs, fp *benchPlan, p *argParser) (*pipeline.Plan, error) {
 	var env scenario.Env
 	if p.given("target") {
 		env.Target = a.Target
@@ -72,7 +72,7 @@ func scenarioPlan(sc *scenario.Scenario, a *benchArgs, fp *benchPlan, p *argPars
 			return nil, err
 		}
 	}
-	plan := benchtest.NewPlan(over)
+	plan := pipeline.NewPlan(over)
 	applyFlags(plan, a, fp, p.given)
 	return plan, nil
 }
@@ -85,7 +85,7 @@ func cliHub() tokenizer.Hub {
 }
 
 // applyFlags writes the flags for which given is true into plan.
-func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(string) bool) {
+func applyFlags(plan *pipeline.Plan, a *benchArgs, fp *benchPlan, given func(string) bool) {
 	d, e, info := &plan.Dataset, &plan.Engine, &plan.Info
 	set := func(flag string, apply func()) {
 		if given(flag) {
@@ -214,7 +214,7 @@ func applyFlags(plan *benchtest.Plan, a *benchArgs, fp *benchPlan, given func(st
 
 // applyRampUp sets the ramp-up from its flags, keeping the scenario's
 // values for the ones not given.
-func applyRampUp(plan *benchtest.Plan, a *benchArgs) {
+func applyRampUp(plan *pipeline.Plan, a *benchArgs) {
 	r := engine.RampUp{}
 	if plan.Engine.RampUp != nil {
 		r = *plan.Engine.RampUp

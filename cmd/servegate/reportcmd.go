@@ -10,9 +10,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/report"
 )
 
 const reportSummary = `Summarise a saved run again: read a result file that servegate bench wrote

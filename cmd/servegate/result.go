@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 // resultPath names the result file as vLLM does:
@@ -45,7 +45,7 @@ func resultPath(a *benchArgs, info metrics.RunInfo) string {
 
 // saveResult writes the result JSON (and the PyTorch records when
 // $SAVE_TO_PYTORCH_BENCHMARK_FORMAT asks for them).
-func (r *benchRun) saveResult(o *benchtest.Outcome, info metrics.RunInfo) error {
+func (r *benchRun) saveResult(o *pipeline.Outcome, info metrics.RunInfo) error {
 	a := r.args
 	path := resultPath(a, info)
 	if err := metrics.WriteResult(path, o.ResultJSON(info, a.SaveDetailed), a.AppendResult); err != nil {

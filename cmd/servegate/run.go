@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/redact"
-	"github.com/servegate/servegate/benchtest/report"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/redact"
+	"github.com/servegate/servegate/internal/report"
 )
 
 // A benchRun is one execution of servegate bench: the Plan, the flags
@@ -18,7 +18,7 @@ type benchRun struct {
 	args   *benchArgs
 	flags  *benchPlan
 	parser *argParser
-	plan   *benchtest.Plan
+	plan   *pipeline.Plan
 	stdout io.Writer
 	stderr io.Writer
 	// now is the clock of the result's date; the run's end when nil.
@@ -33,7 +33,7 @@ func (r *benchRun) execute(ctx context.Context) error {
 	if err := r.plan.Prepare(ctx); err != nil {
 		return err
 	}
-	tgt, err := benchtest.StartTarget(ctx, r.plan.Target, r.stderr)
+	tgt, err := pipeline.StartTarget(ctx, r.plan.Target, r.stderr)
 	if err != nil {
 		return err
 	}
@@ -55,10 +55,10 @@ func (r *benchRun) execute(ctx context.Context) error {
 }
 
 // drive executes the plan, with vLLM's traffic lines and the progress bar.
-func (r *benchRun) drive(ctx context.Context, tgt *benchtest.Target) (*benchtest.Outcome, error) {
+func (r *benchRun) drive(ctx context.Context, tgt *pipeline.Target) (*pipeline.Outcome, error) {
 	a := r.args
 	var bar *report.ProgressBar
-	hooks := benchtest.Hooks{Starting: func(n int) {
+	hooks := pipeline.Hooks{Starting: func(n int) {
 		r.printTraffic()
 		if !a.DisableTqdm && (a.Progress || report.IsTerminal(r.stderr)) {
 			bar = report.NewProgressBar(r.stderr, n)
@@ -70,13 +70,13 @@ func (r *benchRun) drive(ctx context.Context, tgt *benchtest.Target) (*benchtest
 			bar.Update(done, total)
 		}
 	}
-	hooks.Rerun = func(o *benchtest.Outcome) {
+	hooks.Rerun = func(o *pipeline.Outcome) {
 		if bar != nil {
 			bar.Finish()
 		}
 		fmt.Fprintf(r.stderr, "warning: %v; running it again (harness.reruns %d)\n", o.InvalidError(), o.Plan.Harness.Reruns)
 	}
-	o, err := benchtest.Execute(ctx, r.plan, tgt, hooks)
+	o, err := pipeline.Execute(ctx, r.plan, tgt, hooks)
 	if bar != nil {
 		bar.Finish()
 	}
@@ -97,7 +97,7 @@ func (r *benchRun) drive(ctx context.Context, tgt *benchtest.Target) (*benchtest
 
 // output writes everything asked for: plots, the console block, result
 // files, the HTML report and SLO verdicts.
-func (r *benchRun) output(o *benchtest.Outcome) error {
+func (r *benchRun) output(o *pipeline.Outcome) error {
 	a, plan, sum := r.args, r.plan, o.Summary
 	if sum.Completed == 0 {
 		fmt.Fprintln(r.stderr, "warning: All requests failed. This is likely due to a misconfiguration on the benchmark arguments.")
@@ -130,9 +130,9 @@ func (r *benchRun) output(o *benchtest.Outcome) error {
 }
 
 // checkSLOs prints the scenario's SLO table (harness limits first) and
-// fails when the run is invalid (a *benchtest.InvalidRunError, exit 2) or
+// fails when the run is invalid (a *pipeline.InvalidRunError, exit 2) or
 // a bound broke.
-func (r *benchRun) checkSLOs(o *benchtest.Outcome) error {
+func (r *benchRun) checkSLOs(o *pipeline.Outcome) error {
 	if len(o.Health) > 0 {
 		fmt.Fprintln(r.stdout, o.HealthLine())
 	}

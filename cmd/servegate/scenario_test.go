@@ -17,6 +17,7 @@ import (
 	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 func writeScenario(t *testing.T, yaml string) string {
@@ -91,7 +92,7 @@ slo:
 
 // scenarioPlanOf plans the one scenario of a file as `servegate bench
 // --scenario FILE extra...` does.
-func scenarioPlanOf(t *testing.T, path string, extra ...string) *benchtest.Plan {
+func scenarioPlanOf(t *testing.T, path string, extra ...string) *pipeline.Plan {
 	t.Helper()
 	a, fp, p, err := parseBench(append([]string{"--scenario", path}, extra...))
 	require.NoError(t, err)
@@ -116,11 +117,11 @@ slo: {bounds: ["failed == 0"]}
 	require.NoError(t, err)
 	sc, err := scs[0].Override(scenario.EnvFromOS())
 	require.NoError(t, err)
-	assert.Equal(t, benchtest.NewPlan(sc), scenarioPlanOf(t, path))
+	assert.Equal(t, pipeline.NewPlan(sc), scenarioPlanOf(t, path))
 	assert.Equal(t, 1500*time.Millisecond, scenarioPlanOf(t, path).Engine.ReadyTimeout, "sub-second timeouts are kept")
 
 	over := scenarioPlanOf(t, path, "--num-prompts", "7", "--request-rate", "9", "--label", "x", "--tokenizer", "bert")
-	want := benchtest.NewPlan(sc)
+	want := pipeline.NewPlan(sc)
 	want.Dataset.NumPrompts, want.Info.NumPrompts = 7, 7
 	want.Engine.RequestRate = 9
 	want.Info.Label = "x"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/redact/redacttest"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/internal/redact/redacttest"
 )
 
 // TestBenchRedactsSecrets plants credentials in a run (a URL password, an

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/metrics"
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // childBenchEnv carries a child process's servegate command line (JSON).

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/shard"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/shard"
 )
 
 // TestShardFlags checks --shard and --start-at: parsed onto the Plan's

@@ -9,12 +9,12 @@ import (
 	"io"
 	"time"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/benchtest/twin"
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
+	"github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/twin"
 )
 
 const simPredictUsage = `usage: servegate sim predict --scenario FILE [--profile FILE] [flags]
@@ -90,7 +90,7 @@ func runSimPredict(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 2
 	}
-	plan := benchtest.NewPlan(sc)
+	plan := pipeline.NewPlan(sc)
 	plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", vp.name})
 	t0 := time.Now()
 	o, err := twin.Predict(ctx, plan, vp.params)
@@ -115,7 +115,7 @@ type virtualProfile struct {
 // target's profile and args).
 func virtualProfileOf(name string, sc *scenario.Scenario) (*virtualProfile, error) {
 	if name == "" {
-		p, err := benchtest.SimParams(sc.Target)
+		p, err := pipeline.SimParams(sc.Target)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w; give --profile", sc.Name, err)
 		}
@@ -162,7 +162,7 @@ func predictScenario(a *simPredictArgs) (*scenario.Scenario, error) {
 
 // writePrediction prints the console block and the predicted SLOs, and
 // writes the result file; exit 1 when a predicted SLO fails.
-func writePrediction(a *simPredictArgs, o *benchtest.Outcome, stdout, stderr io.Writer) int {
+func writePrediction(a *simPredictArgs, o *pipeline.Outcome, stdout, stderr io.Writer) int {
 	plan := o.Plan
 	console := report.ConsoleSummary{
 		Values: o.Summary, Pooling: plan.Summary.Pooling, RequestRate: plan.Engine.RequestRate,

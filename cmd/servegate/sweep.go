@@ -9,13 +9,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/capacity"
-	"github.com/servegate/servegate/benchtest/engine"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/benchtest/twin"
+	"github.com/servegate/servegate/internal/capacity"
+	"github.com/servegate/servegate/internal/engine"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
+	"github.com/servegate/servegate/internal/twin"
 )
 
 const sweepUsage = `usage: servegate sweep --scenario FILE [flags]
@@ -199,30 +199,30 @@ func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
 // asked for: against its target, or with profile (--virtual) in virtual
 // time.
 func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, profile *virtualProfile, stdout, stderr io.Writer) int {
-	plan := benchtest.NewPlan(sc)
+	plan := pipeline.NewPlan(sc)
 	if err := plan.Prepare(ctx); err != nil {
 		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
 		return 2
 	}
-	hooks := benchtest.SweepHooks{Step: func(st capacity.Step, _ *benchtest.Outcome) {
+	hooks := pipeline.SweepHooks{Step: func(st capacity.Step, _ *pipeline.Outcome) {
 		v := "FAIL"
 		if st.Pass {
 			v = "PASS"
 		}
 		fmt.Fprintf(stdout, "step %s req/s: %s\n", metrics.PyFloat(st.Rate), v)
 	}}
-	var tgt *benchtest.Target
+	var tgt *pipeline.Target
 	if profile != nil {
 		p := profile.params
 		plan.Info.Metadata = append(plan.Info.Metadata, [2]string{"profile", profile.name})
 		tgt = twin.Target(p)
-		hooks.Execute = func(ctx context.Context, step *benchtest.Plan) (*benchtest.Outcome, error) {
+		hooks.Execute = func(ctx context.Context, step *pipeline.Plan) (*pipeline.Outcome, error) {
 			return twin.Predict(ctx, step, p)
 		}
 		fmt.Fprintf(stdout, "=== predicted capacity of scenario %s on profile %s, in virtual time (no server ran)\n", sc.Name, profile.name)
 	} else {
 		var err error
-		if tgt, err = benchtest.StartTarget(ctx, plan.Target, stderr); err != nil {
+		if tgt, err = pipeline.StartTarget(ctx, plan.Target, stderr); err != nil {
 			fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
 			return 2
 		}
@@ -240,7 +240,7 @@ func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, pro
 		// The budget is checked before each step; a step that overruns it
 		// is cut two minutes later.
 		sctx, cancel := context.WithTimeout(ctx, plan.Capacity.Budget.D()+2*time.Minute)
-		sw, err := benchtest.RunSweep(sctx, plan, tgt, hooks)
+		sw, err := pipeline.RunSweep(sctx, plan, tgt, hooks)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "servegate sweep: scenario %s: %v\n", sc.Name, err)
@@ -268,7 +268,7 @@ func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, pro
 
 // writeSweep writes the result JSON (the last search's) and appends the
 // benchfmt line.
-func writeSweep(a *sweepArgs, sw *benchtest.Sweep) error {
+func writeSweep(a *sweepArgs, sw *pipeline.Sweep) error {
 	if a.result != "" {
 		if err := metrics.WriteResult(a.result, sw.ResultJSON(true), false); err != nil {
 			return err
@@ -296,7 +296,7 @@ func writeSweep(a *sweepArgs, sw *benchtest.Sweep) error {
 
 // sweepHTML is the HTML report of a search: the steps against their rate
 // and, when a rate passed, the run at the highest one.
-func sweepHTML(sw *benchtest.Sweep) report.HTMLReport {
+func sweepHTML(sw *pipeline.Sweep) report.HTMLReport {
 	p := sw.Plan
 	rep := report.HTMLReport{
 		Title:    fmt.Sprintf("servegate sweep: scenario %s, %s on %s", p.Name, sw.Target.Model, sw.Target.Kind),

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/shard"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/shard"
 )
 
 var inf = math.Inf(1)
@@ -255,7 +255,7 @@ func validateShard(a *benchArgs, p *argParser, plan *benchPlan) error {
 		}
 	}
 	if a.StartAt != nil {
-		if plan.StartAt, err = benchtest.ParseStartAt(*a.StartAt); err != nil {
+		if plan.StartAt, err = pipeline.ParseStartAt(*a.StartAt); err != nil {
 			return fmt.Errorf("--start-at: %w", err)
 		}
 	}

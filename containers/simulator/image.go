@@ -20,7 +20,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/servegate/servegate/containers/dockertest"
-	"github.com/servegate/servegate/tokenizer"
+	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 // ImageRepo is the repository name of the simulator's local images; the tag
@@ -34,8 +34,12 @@ const mainPackage = "./containers/simulator/cmd/servegate-sim"
 const imageTokenizer = "tokenizer.json"
 
 // hashedSources are the repository paths whose content decides the image:
-// the simulator, the tokenizer binding and the module files.
-var hashedSources = []string{"containers/simulator", "tokenizer", "go.mod", "go.sum"}
+// the simulator command and every servegate package it imports, and the
+// module files. TestHashedSourcesCoverDeps keeps the list whole.
+var hashedSources = []string{
+	"containers/simulator/cmd", "internal/sim", "internal/tokenizer",
+	"internal/kstamp", "internal/jsonscan", "go.mod", "go.sum",
+}
 
 var imageMu sync.Mutex
 

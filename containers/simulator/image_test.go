@@ -4,13 +4,14 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // TestPureGoFallback builds the binary the image falls back to when the
@@ -50,4 +51,29 @@ func TestSourceHash(t *testing.T) {
 	require.Equal(t, a, b)
 	require.NotEqual(t, a, c)
 	require.Len(t, a, 20)
+}
+
+// TestHashedSourcesCoverDeps: every servegate package the simulator
+// command imports lies under one of hashedSources, so a change to any of
+// them changes the image's tag.
+func TestHashedSourcesCoverDeps(t *testing.T) {
+	root, err := repoRoot()
+	require.NoError(t, err)
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", mainPackage)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue // a module dependency, pinned by go.sum
+		}
+		covered := false
+		for _, src := range hashedSources {
+			if rel == src || strings.HasPrefix(rel, src+string(filepath.Separator)) {
+				covered = true
+			}
+		}
+		require.True(t, covered, "the simulator imports %s, which hashedSources does not cover", rel)
+	}
 }

@@ -12,7 +12,7 @@ import (
 	"io"
 	"net"
 
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // Config says which server New builds; see sim.Config.

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/dataset"
-	"github.com/servegate/servegate/benchtest/engine"
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/engine"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // The side-by-side run (e2e/run.sh) sets these: the server both tools hit,

@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/benchtest/dataset"
 	"github.com/servegate/servegate/containers/vllm"
 	"github.com/servegate/servegate/fixtures"
-	"github.com/servegate/servegate/tokenizer"
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 // e2eEnv names the variable that turns on the tests against a real vLLM.

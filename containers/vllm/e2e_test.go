@@ -14,12 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/servegate/servegate/benchtest/client"
-	"github.com/servegate/servegate/benchtest/engine"
-	"github.com/servegate/servegate/benchtest/metrics"
-	"github.com/servegate/servegate/benchtest/servermetrics"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/vllm"
+	"github.com/servegate/servegate/internal/client"
+	"github.com/servegate/servegate/internal/engine"
+	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/servermetrics"
 )
 
 // TestE2EContainer starts real vLLM through the module (the image `make

@@ -12,7 +12,7 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/servegate/servegate/tokenizer"
+	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/tokenizer"
+	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 func TestTinyModelFiles(t *testing.T) {

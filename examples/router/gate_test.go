@@ -17,9 +17,9 @@ import (
 
 	"github.com/servegate/servegate/benchtest"
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/ci/gate"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/generic"
+	"github.com/servegate/servegate/internal/gate"
 )
 
 // gateRuns is the number of runs per side and round. 6 would do on a quiet

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servegate/servegate/benchtest/metrics"
+	"github.com/servegate/servegate/internal/metrics"
 )
 
 // MaxTokens is the max_tokens the expected records assume the request

@@ -1,7 +1,7 @@
 // Command gate is "servegate gate" on its own: go run ./ci/cmd/gate
 // [flags] BASE HEAD. Unlike cmd/servegate it builds without the tokenizer
 // library, which is why ci/compare.sh uses it. See package
-// github.com/servegate/servegate/ci/gate for the flags and exit codes.
+// github.com/servegate/servegate/internal/gate for the flags and exit codes.
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/servegate/servegate/ci/gate"
+	"github.com/servegate/servegate/internal/gate"
 )
 
 func main() {

@@ -23,19 +23,19 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/servegate/servegate/benchtest"
-	"github.com/servegate/servegate/benchtest/report"
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/ci/gate"
-	"github.com/servegate/servegate/ci/history"
-	"github.com/servegate/servegate/ci/history/site"
+	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/report"
+	"github.com/servegate/servegate/internal/site"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // demoScenario is a burst of 16 short chat requests at a simulator that
 // runs 4 sequences per 40 ms step: the p99 TTFT is the fourth wave's,
 // about 13 steps (~0.55 s), long enough that a slower step shows through
 // a shared machine's scheduling noise (tens of ms at a load average of
-// 20; 10 ms steps, as in ci/gate's accuracy test, drowned a 10% step in
+// 20; 10 ms steps, as in internal/gate's accuracy test, drowned a 10% step in
 // it). About a second a run.
 const demoScenario = `name: history-demo
 description: A burst of 16 chat requests at a simulator with 40 ms steps of 4 sequences (make history-demo).
@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *commits < history.MinKeepCommits || *commits > 500 || *runs < 1 || *runs > 20 || *stepAt < 0 || *stepAt >= *commits || !(*slowdown > 0 && *slowdown <= 10) {
+	if *commits < store.MinKeepCommits || *commits > 500 || *runs < 1 || *runs > 20 || *stepAt < 0 || *stepAt >= *commits || !(*slowdown > 0 && *slowdown <= 10) {
 		fmt.Fprintln(stderr, "historydemo: -commits 6..500, -runs 1..20, -step-at within the commits, -slowdown in (0, 10]")
 		return 2
 	}
@@ -81,7 +81,7 @@ func demo(ctx context.Context, out string, commits, runs, stepAt int, slowdown f
 	if _, err := os.Stat(storeDir); err == nil {
 		return fmt.Errorf("%s exists: remove it (rm -r %s) to build the demo again", storeDir, storeDir)
 	}
-	st, err := history.Create(storeDir)
+	st, err := store.Create(storeDir)
 	if err != nil {
 		return err
 	}
@@ -90,19 +90,19 @@ func demo(ctx context.Context, out string, commits, runs, stepAt int, slowdown f
 		return err
 	}
 	sc := scs[0]
-	plan := benchtest.NewPlan(sc)
+	plan := pipeline.NewPlan(sc)
 	if err := plan.Prepare(ctx); err != nil {
 		return err
 	}
 	// Two servers: today's, and the slower one from the step on.
-	fast, err := benchtest.StartTarget(ctx, sc.Target, io.Discard)
+	fast, err := pipeline.StartTarget(ctx, sc.Target, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer fast.Close(context.Background())
 	slowSpec := sc.Target
 	slowSpec.Args = append(append([]string(nil), sc.Target.Args...), "--slowdown="+strconv.FormatFloat(slowdown, 'g', -1, 64))
-	slow, err := benchtest.StartTarget(ctx, slowSpec, io.Discard)
+	slow, err := pipeline.StartTarget(ctx, slowSpec, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func demo(ctx context.Context, out string, commits, runs, stepAt int, slowdown f
 		var b bytes.Buffer
 		w := report.NewBenchfmtWriter(&b)
 		for range runs {
-			o, err := benchtest.Execute(ctx, plan, tgt, benchtest.Hooks{})
+			o, err := pipeline.Execute(ctx, plan, tgt, pipeline.Hooks{})
 			if err != nil {
 				return fmt.Errorf("commit %d: %w", i, err)
 			}
@@ -136,7 +136,7 @@ func demo(ctx context.Context, out string, commits, runs, stepAt int, slowdown f
 			return err
 		}
 		id := fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprintf("history-demo commit %d", i))))
-		if _, err := st.Add(ctx, history.AddRequest{Commit: id, CommitTime: t0.Add(time.Duration(i) * time.Hour), Runner: "demo", Version: "demo", Files: []string{f}}); err != nil {
+		if _, err := st.Add(ctx, store.AddRequest{Commit: id, CommitTime: t0.Add(time.Duration(i) * time.Hour), Runner: "demo", Version: "demo", Files: []string{f}}); err != nil {
 			return err
 		}
 		mark := ""

@@ -6,8 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/servegate/servegate/ci/gate"
-	"github.com/servegate/servegate/ci/history/site"
+	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/site"
 )
 
 // maxBody is the longest comment GitHub takes (65536 characters), less

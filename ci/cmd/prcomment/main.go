@@ -76,7 +76,7 @@ type verdict struct {
 	icon, title, level, text string
 }
 
-// verdicts by the gate's exit code (ci/gate: ExitPass, ExitRegression,
+// verdicts by the gate's exit code (internal/gate: ExitPass, ExitRegression,
 // ExitBadInput).
 var verdicts = map[int]verdict{
 	0: {"✅", "servegate: pass", "notice", "no gated unit regressed"},

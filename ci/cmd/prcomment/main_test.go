@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/servegate/servegate/ci/gate"
-	"github.com/servegate/servegate/ci/history/site"
+	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/site"
 )
 
 // fakeGitHub is the issue-comments API of one repository, in memory.
@@ -88,7 +88,7 @@ func gateReports(t *testing.T, pair string) (md, js string, exit int) {
 	t.Helper()
 	dir := t.TempDir()
 	md, js = filepath.Join(dir, "gate.md"), filepath.Join(dir, "gate.json")
-	src := filepath.Join("..", "..", "gate", "testdata", pair)
+	src := filepath.Join("..", "..", "..", "internal", "gate", "testdata", pair)
 	exit = gate.Main(context.Background(), []string{"-markdown", md, "-json", js, filepath.Join(src, "base.txt"), filepath.Join(src, "head.txt")}, &bytes.Buffer{}, &bytes.Buffer{})
 	return md, js, exit
 }

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/servegate/servegate/containers/simulator/sim"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 func main() {

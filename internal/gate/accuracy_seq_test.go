@@ -1,0 +1,384 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/dataset"
+	"github.com/servegate/servegate/internal/engine"
+)
+
+// A seqCondition is one change the sequential cell injects into head's
+// side of the same A/A pairs, in the unit it gates: head's per-request
+// TTFT times TTFT (so p99 TTFT moves by that factor), head's goodput
+// weights times Goodput (so goodput moves by that factor).
+type seqCondition struct {
+	Name          string
+	TTFT, Goodput float64
+	// Want is the decision the condition should get: NoRegression for
+	// the A/A, Regression for a change.
+	Want Decision
+}
+
+// seqConditions are the sequential cell's rows: the A/A, +5% and
+// +10% TTFT and -5% goodput.
+var seqConditions = []seqCondition{
+	{"A/A", 1, 1, NoRegression},
+	{"+5% TTFT", 1.05, 1, Regression},
+	{"+10% TTFT", 1.10, 1, Regression},
+	{"-5% goodput", 1, 0.95, Regression},
+}
+
+// inject returns run with c's change applied to head.
+func (c seqCondition) inject(run PairRun) PairRun {
+	out := run
+	out.Requests = make([]PairedRequest, len(run.Requests))
+	for i, r := range run.Requests {
+		r.HeadTTFT *= c.TTFT
+		r.HeadGood *= c.Goodput
+		out.Requests[i] = r
+	}
+	return out
+}
+
+// A seqPair is one measured A/A pair and the wall time it took.
+type seqPair struct {
+	Run  PairRun
+	Wall time.Duration
+}
+
+// seqOutcome is one condition's verdict in one trial.
+type seqOutcome struct {
+	Decision Decision
+	Unit     string // the figure that decided a regression
+	Pairs    int
+	Wall     time.Duration // the pairs' wall time plus the statistics'
+}
+
+// seqTrial runs the fast verdict (FastJudge under pol, steady-state
+// window steady) for every condition on one trial's A/A pairs, drawn from
+// next only as long as some condition is undecided: every condition sees
+// the same pairs, each stops when its own verdict does.
+func seqTrial(tb testing.TB, next func() (seqPair, error), pol *Policy, design Sequential, steady float64, reps int, rng *rand.Rand) []seqOutcome {
+	tb.Helper()
+	judges := make([]*FastJudge, len(seqConditions))
+	out := make([]seqOutcome, len(seqConditions))
+	for i := range judges {
+		var err error
+		judges[i], err = NewFastJudge(design, pol, steady, reps, rng)
+		require.NoError(tb, err)
+	}
+	for k := 1; k <= design.MaxPairs; k++ {
+		open := false
+		for _, j := range judges {
+			open = open || !j.Done()
+		}
+		if !open {
+			break
+		}
+		p, err := next()
+		require.NoError(tb, err, "pair %d", k)
+		for i, c := range seqConditions {
+			j := judges[i]
+			if j.Done() {
+				continue
+			}
+			start := time.Now()
+			_, err := j.Add(c.inject(p.Run))
+			require.NoError(tb, err, "%s, pair %d", c.Name, k)
+			out[i].Wall += p.Wall + time.Since(start)
+			out[i].Pairs = j.Pairs
+			out[i].Decision, out[i].Unit = j.Decision, j.Unit
+		}
+	}
+	return out
+}
+
+// seqTally sums one condition's outcomes over the trials.
+type seqTally struct {
+	Trials, Fail, Pass, Undecided int
+	Units                         map[string]int // failures by deciding figure
+	Pairs                         []int
+	Walls                         []time.Duration
+}
+
+func (s *seqTally) add(o seqOutcome) {
+	s.Trials++
+	switch o.Decision {
+	case Regression:
+		s.Fail++
+		if s.Units == nil {
+			s.Units = map[string]int{}
+		}
+		s.Units[o.Unit]++
+	case NoRegression:
+		s.Pass++
+	default:
+		s.Undecided++
+	}
+	s.Pairs = append(s.Pairs, o.Pairs)
+	s.Walls = append(s.Walls, o.Wall)
+}
+
+// row formats the tally as a row of the sequential cell's table.
+func (s *seqTally) row(cell, machine, load string, c seqCondition) string {
+	ps := slices.Clone(s.Pairs)
+	slices.Sort(ps)
+	ws := slices.Clone(s.Walls)
+	slices.Sort(ws)
+	sum := 0
+	for _, p := range ps {
+		sum += p
+	}
+	units := ""
+	if len(s.Units) > 0 {
+		units = fmt.Sprintf(" %v", s.Units)
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+	return fmt.Sprintf("| %s | %s | %s | %s | %d/%d%s | %d/%d | %d/%d | %d / %.2f / %d | %v / %v / %v |",
+		cell, machine, load, c.Name, s.Fail, s.Trials, units, s.Pass, s.Trials, s.Undecided, s.Trials,
+		ps[0], float64(sum)/float64(len(ps)), ps[len(ps)-1], r(ws[0]), r(ws[len(ws)/2]), r(ws[len(ws)-1]))
+}
+
+// seqTableHeader is the header of the sequential cell's table.
+const seqTableHeader = "| cell | machine | load before → after | head | fail | pass | undecided (exit 2) | pairs min / mean / max | wall per verdict min / median / max |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+
+// Scenario of the sequential cell's runs on the in-process simulator:
+// seqCellRequests chat requests at seqCellRate req/s (Poisson) against
+// the accuracy simulator (simParams; about 80% of its capacity: TTFT
+// p50 ~30 ms, p99 ~110 ms), with a goodput SLO on TTFT of seqSimSLO ms,
+// below the simulator's p90 TTFT at this load (about one request in
+// seven misses it, so goodput carries noise of its own). The size is
+// the lever measured by TestSequentialLevers: of the runs tried, 400
+// requests at 80 req/s gave the smallest spread of the paired p99 per
+// second of wall time (docs/verdicts.md).
+const (
+	seqCellRequests = 400
+	seqCellRate     = 80.0
+	seqSimSLO       = 60.0
+)
+
+// simPairSource returns a source of A/A pairs: base and head are two
+// in-process simulators of one build driven at the same time with one
+// schedule (the way compare.sh pairs them), requests at rate req/s,
+// warmups warm-up requests per run, each pair a new schedule seed.
+func simPairSource(ctx context.Context, tb testing.TB, sr *simRunner, requests int, rate float64, warmups int) func() (seqPair, error) {
+	tb.Helper()
+	samples := make([]dataset.Sample, requests)
+	for i := range samples {
+		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
+	}
+	type side struct {
+		res *engine.Result
+		err error
+	}
+	run := func(k simServer, seed int64) side {
+		srv, err := sr.server(k)
+		if err != nil {
+			return side{err: err}
+		}
+		res, err := engine.Run(ctx, engine.Config{
+			BaseURL: srv.URL, Backend: "openai-chat", Model: simParams(tb).Model, IgnoreEOS: true, NumWarmups: warmups,
+			Seed: seed, RequestRate: rate, RequestTimeout: 30 * time.Second, HTTPClient: sr.hc,
+		}, samples)
+		return side{res, err}
+	}
+	var seed int64
+	return func() (seqPair, error) {
+		seed++
+		runtime.GC()
+		start := time.Now()
+		var b, h side
+		var wg sync.WaitGroup
+		wg.Add(2)
+		first, second := func() { b = run(simServer{slowdown: 1}, seed) }, func() { h = run(simServer{slowdown: 1, instance: 1}, seed) }
+		if seed%2 == 0 {
+			first, second = second, first
+		}
+		go func() { defer wg.Done(); first() }()
+		go func() { defer wg.Done(); second() }()
+		wg.Wait()
+		wall := time.Since(start)
+		if b.err != nil || h.err != nil {
+			return seqPair{}, fmt.Errorf("pair: base %v, head %v", b.err, h.err)
+		}
+		pr := PairRun{Goodput: true, BaseDuration: b.res.Duration.Seconds(), HeadDuration: h.res.Duration.Seconds()}
+		for i := range b.res.Records {
+			rb, rh := &b.res.Records[i], &h.res.Records[i]
+			if math.Abs(rb.Scheduled.Seconds()-rh.Scheduled.Seconds()) > scheduleTolerance {
+				return seqPair{}, fmt.Errorf("request %d scheduled at %v and %v", i, rb.Scheduled, rh.Scheduled)
+			}
+			pr.Requests = append(pr.Requests, PairedRequest{
+				Start: rb.Scheduled.Seconds(), BaseTTFT: rb.TTFT.Seconds(), HeadTTFT: rh.TTFT.Seconds(),
+				BaseFailed: !rb.Success, HeadFailed: !rh.Success,
+				BaseGood: weight(rb.Success && rb.TTFT.Seconds()*1000 <= seqSimSLO), HeadGood: weight(rh.Success && rh.TTFT.Seconds()*1000 <= seqSimSLO),
+			})
+		}
+		return seqPair{Run: pr, Wall: wall}, nil
+	}
+}
+
+// sequentialCell runs n trials of the sequential cell on the in-process
+// simulator and returns its table rows.
+func sequentialCell(ctx context.Context, t *testing.T, sr *simRunner, n int, cell, machine string) []string {
+	t.Helper()
+	next := simPairSource(ctx, t, sr, seqCellRequests, seqCellRate, 0)
+	_, err := next() // warm both servers and the connections
+	require.NoError(t, err)
+	load0 := loadAverage()
+	tallies := make([]seqTally, len(seqConditions))
+	rng := rand.New(rand.NewPCG(27, 5))
+	for k := range n {
+		for i, o := range seqTrial(t, next, DefaultPolicy(), DefaultSequential(), 0, 0, rng) {
+			tallies[i].add(o)
+		}
+		// A long cell logs its tally as it goes, so that a run cut short
+		// (a timeout, ^C) still shows what it measured.
+		if (k+1)%10 == 0 && k+1 < n {
+			load := load0 + " → " + loadAverage()
+			for i, c := range seqConditions {
+				t.Logf("after %d trials: %s", k+1, tallies[i].row(cell, machine, load, c))
+			}
+		}
+	}
+	load := load0 + " → " + loadAverage()
+	var rows []string
+	for i, c := range seqConditions {
+		rows = append(rows, tallies[i].row(cell, machine, load, c))
+	}
+	return rows
+}
+
+// syntheticPairSource returns a source of synthetic A/A pairs of m (see
+// noiseModel) with a goodput SLO at slo seconds and each request failing
+// on each side with probability fail, independently: what the CI cell
+// runs in seconds. block, when positive, is not used here: the cell
+// measures the statistics as shipped.
+func syntheticPairSource(m noiseModel, slo, fail float64, rng *rand.Rand) func() (seqPair, error) {
+	return func() (seqPair, error) {
+		rs := m.run(rng, 0)
+		run := PairRun{Goodput: true, BaseDuration: 40, HeadDuration: 40}
+		for _, p := range rs {
+			fb, fh := rng.Float64() < fail, rng.Float64() < fail
+			run.Requests = append(run.Requests, PairedRequest{
+				Start: p.Start, BaseTTFT: p.Base, HeadTTFT: p.Head, BaseFailed: fb, HeadFailed: fh,
+				BaseGood: weight(!fb && p.Base <= slo), HeadGood: weight(!fh && p.Head <= slo),
+			})
+		}
+		return seqPair{Run: run}, nil
+	}
+}
+
+// envSeqCITrials overrides the trials of TestAccuracySequentialCI.
+const envSeqCITrials = "SERVEGATE_SEQUENTIAL_CI_TRIALS"
+
+// TestAccuracySequentialCI is the sequential cell's small CI run: the
+// same trials (seqTrial: the fast verdict, FastJudge, on A/A pairs with
+// the changes injected in the gated units) on synthetic paired runs
+// instead of the simulator, so that it takes seconds and runs by
+// default. It fails when the statistics break: an A/A false-fail above
+// 1% (plus a margin for the trials' own noise) on a time-correlated
+// model, or a +10% TTFT or -5% goodput change caught less often than the
+// design promises on low noise. A broken SPRT bound or a bootstrap that
+// ignores the correlation in time fails it (docs/verdicts.md shows both).
+// SERVEGATE_SEQUENTIAL_CI_TRIALS sets the trials per row (default 200).
+func TestAccuracySequentialCI(t *testing.T) {
+	n := 200
+	if v := os.Getenv(envSeqCITrials); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, envSeqCITrials)
+		require.Positive(t, n, envSeqCITrials)
+	}
+	t.Logf("%d trials per row, synthetic paired runs of 200 requests, goodput SLO at 60 ms (about 70%% of requests meet it), failures 0.5%% a side\n%s", n, seqTableHeader)
+	results := map[string][]seqTally{}
+	for i, m := range []noiseModel{lowNoise, autocorrNoise} {
+		start := time.Now()
+		rng := rand.New(rand.NewPCG(uint64(i+1), 77))
+		next := syntheticPairSource(m, 0.06, 0.005, rng)
+		tallies := make([]seqTally, len(seqConditions))
+		for range n {
+			for k, o := range seqTrial(t, next, DefaultPolicy(), DefaultSequential(), 0, 200, rng) {
+				tallies[k].add(o)
+			}
+		}
+		for k, c := range seqConditions {
+			t.Logf("%s", tallies[k].row("CI "+m.Name, "synthetic", "-", c))
+		}
+		t.Logf("%s: %v", m.Name, time.Since(start).Round(time.Millisecond))
+		results[m.Name] = tallies
+	}
+	// The bootstraps themselves, on noise correlated in time: one pair's
+	// standard error against the spread of its estimate over the trials.
+	// A bootstrap that ignored the correlation (blocks of one request)
+	// would come out far below the spread; the sequential test's spread
+	// between pairs would then be its only guard.
+	rng := rand.New(rand.NewPCG(9, 77))
+	next := syntheticPairSource(burstNoise, 0.06, 0.005, rng)
+	var dT, seT, dG, seG []float64
+	for range n {
+		p, err := next()
+		require.NoError(t, err)
+		pairs, _ := p.Run.ttftPairs()
+		e, err := BootstrapPair(pairs, 0.99, 200, 0, rng)
+		require.NoError(t, err)
+		dT, seT = append(dT, e.D), append(seT, e.SE)
+		e, err = BootstrapCount(p.Run.goodPairs(), p.Run.durationLogRatio(), 200, p.Run.timeBlock(), rng)
+		require.NoError(t, err)
+		dG, seG = append(dG, e.D), append(seG, e.SE)
+	}
+	checks := []struct {
+		name   string
+		d, se  []float64
+		lo, hi float64
+	}{{"p99 TTFT", dT, seT, 0.54, 1.5}, {"goodput", dG, seG, 0.5, 1.5}}
+	ratios := make([]float64, len(checks))
+	for i, c := range checks {
+		ratios[i] = meanOf(c.se) / stddev(c.d)
+		t.Logf("burst, %s: mean bootstrap SE / sd of the estimate over %d pairs = %.2f", c.name, n, ratios[i])
+	}
+	for i, c := range checks {
+		require.True(t, ratios[i] >= c.lo && ratios[i] <= c.hi, "%s: the bootstrap's standard error is %.2f of the true spread, want %.2f to %.1f: does it still resample blocks in time?", c.name, ratios[i], c.lo, c.hi)
+	}
+
+	maxFalse := int(math.Ceil(0.01*float64(n))) + 3
+	for _, name := range []string{"low", "autocorr"} {
+		aa := results[name][0]
+		require.LessOrEqual(t, aa.Fail, maxFalse, "%s: A/A false fails %d of %d: the verdict is anti-conservative (units %v)", name, aa.Fail, n, aa.Units)
+	}
+	low := results["low"]
+	require.GreaterOrEqual(t, float64(low[2].Fail)/float64(n), 0.95, "+10%% TTFT caught on low noise")
+	require.GreaterOrEqual(t, float64(low[3].Fail)/float64(n), 0.95, "-5%% goodput caught on low noise")
+	require.GreaterOrEqual(t, float64(low[3].Units["goodput-req/s"])/float64(n), 0.95, "-5%% goodput is caught on goodput, not on another figure")
+}
+
+// stddev is the sample standard deviation of x.
+func stddev(x []float64) float64 {
+	m := meanOf(x)
+	var ss float64
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	return math.Sqrt(ss / float64(len(x)-1))
+}
+
+// meanOf is the mean of x.
+func meanOf(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}

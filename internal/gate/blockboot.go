@@ -1,0 +1,319 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// A RequestPair is request i of one paired run: the same request of the
+// same arrival schedule, sent to base and to head at the same moment
+// (benchtest/paired.go), so that both sides met the same machine noise.
+type RequestPair struct {
+	// Start is the request's scheduled start offset from the start of
+	// the run, in seconds; it orders the requests in time.
+	Start float64
+	// Base and Head are the request's gated value on each side, in the
+	// figure's unit (seconds for TTFT).
+	Base, Head float64
+}
+
+// quantileOf is the q-quantile of v, 0 <= q <= 1, with linear
+// interpolation between order statistics (numpy's default, the one
+// internal/metrics reports p99 with); it sorts v.
+func quantileOf(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(v)
+	return interpolate(v, q)
+}
+
+// interpolate is the q-quantile of the sorted values v.
+func interpolate(v []float64, q float64) float64 {
+	h := q * float64(len(v)-1)
+	lo := int(math.Floor(h))
+	if lo >= len(v)-1 {
+		return v[len(v)-1]
+	}
+	return v[lo] + (h-float64(lo))*(v[lo+1]-v[lo])
+}
+
+// A PairEstimate is one paired run's estimate of the change of a gated
+// figure: D is log(head figure / base figure), SE its standard error
+// from the block bootstrap of the run's request pairs.
+type PairEstimate struct {
+	// D is the log ratio of the two sides' figures (0.0488 is +5%).
+	D float64 `json:"d"`
+	// SE is the bootstrap standard error of D, in the same log units.
+	SE float64 `json:"se"`
+	// Requests is the number of request pairs, Block the block length
+	// in requests that the bootstrap resampled.
+	Requests int `json:"requests"`
+	Block    int `json:"block"`
+}
+
+// BootstrapReps is the default number of bootstrap replicates per run:
+// enough for a standard error (Efron and Tibshirani put 200 as the
+// usual upper need for one), few enough for the gate's budget.
+const BootstrapReps = 400
+
+// minBootstrapRequests is the fewest request pairs a run may have for
+// its bootstrap: below it a p99 is the maximum of the run, whose
+// bootstrap distribution is degenerate.
+const minBootstrapRequests = 50
+
+// blockLength is the bootstrap's block length for the per-request log
+// differences x (head over base, in time order): the larger of sqrt(n)
+// and twice the lag at which their autocorrelation first falls below
+// 2/sqrt(n) (the usual band of no correlation), at most n/4 so that a
+// run keeps four blocks. The differences are what the paired figure's
+// noise is made of; noise that lasts many requests (one side's GC
+// pauses, a scheduler that favours one process for a while) shows as
+// their correlation, and a block shorter than it would count a burst as
+// many independent requests, underestimating the variance, which turns
+// into false fails. sqrt(n) is the floor because a block too long only
+// costs some precision.
+func blockLength(x []float64) int {
+	n := len(x)
+	b := int(math.Ceil(math.Sqrt(float64(n))))
+	var mean, c0 float64
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(n)
+	for _, v := range x {
+		c0 += (v - mean) * (v - mean)
+	}
+	if c0 > 0 {
+		band := 2 / math.Sqrt(float64(n))
+		for lag := 1; lag < n/4; lag++ {
+			var c float64
+			for i := lag; i < n; i++ {
+				c += (x[i] - mean) * (x[i-lag] - mean)
+			}
+			if c/c0 < band {
+				b = max(b, 2*lag)
+				break
+			}
+			if lag == n/4-1 {
+				b = n / 4
+			}
+		}
+	}
+	return max(1, min(b, n/4))
+}
+
+// BootstrapPair estimates the change of the q-quantile of a gated
+// per-request value (q = 0.99 for p99 TTFT) between the two sides of one
+// paired run: D = log(head's quantile / base's quantile), and its
+// standard error from a circular moving-block bootstrap over time.
+//
+// The request pairs are sorted by start offset; a replicate draws
+// ceil(n/b) blocks of b consecutive pairs (wrapping around the end) with
+// replacement, keeps the first n pairs drawn, and recomputes both
+// sides' quantiles from the same drawn pairs. Resampling whole pairs
+// keeps what base and head share (the same prompt, the same moment of
+// machine noise); resampling blocks of them keeps the correlation in
+// time (a burst of load lifts many consecutive requests), which an
+// i.i.d. bootstrap would count as independent evidence. The figure of a
+// replicate is the same statistic as the run's (a p99 stays a p99 of n
+// requests, interpolated the same way), and the standard error is the
+// standard deviation of the replicates' log ratios. reps <= 0 means
+// BootstrapReps; block <= 0 means blockLength of the per-request log
+// differences; a nil rng means a constantly seeded one.
+//
+// A replicate costs O(n): each side's values are ranked once, and a
+// replicate only counts how often it drew each rank.
+func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Rand) (PairEstimate, error) {
+	n := len(pairs)
+	if !(q >= 0 && q <= 1) {
+		return PairEstimate{}, fmt.Errorf("bootstrap: quantile %v: want 0 <= q <= 1", q)
+	}
+	if n < minBootstrapRequests {
+		return PairEstimate{}, fmt.Errorf("bootstrap: %d request pairs, want at least %d: a high percentile of so few requests is the run's maximum, whose uncertainty a bootstrap cannot estimate", n, minBootstrapRequests)
+	}
+	for i, p := range pairs {
+		if !(p.Base > 0) || !(p.Head > 0) || math.IsInf(p.Base, 0) || math.IsInf(p.Head, 0) || math.IsNaN(p.Start) {
+			return PairEstimate{}, fmt.Errorf("bootstrap: request %d: base %v, head %v at %v s: want positive finite values", i, p.Base, p.Head, p.Start)
+		}
+	}
+	ps, reps, rng := inTimeOrder(pairs, reps, rng)
+	if block <= 0 {
+		x := make([]float64, n)
+		for i, p := range ps {
+			x[i] = math.Log(p.Head / p.Base)
+		}
+		block = blockLength(x)
+	}
+	block = min(block, n)
+	bs, rankB := ranked(ps, func(p RequestPair) float64 { return p.Base })
+	hs, rankH := ranked(ps, func(p RequestPair) float64 { return p.Head })
+	d, err := logRatio(interpolate(bs, q), interpolate(hs, q))
+	if err != nil {
+		return PairEstimate{}, err
+	}
+	blocks := (n + block - 1) / block
+	cntB, cntH := make([]int, n), make([]int, n)
+	var sum, sumSq float64
+	for r := 0; r < reps; r++ {
+		clear(cntB)
+		clear(cntH)
+		drawn := 0
+		for k := 0; k < blocks && drawn < n; k++ {
+			s := rng.IntN(n)
+			for j := 0; j < block && drawn < n; j++ {
+				i := (s + j) % n
+				cntB[rankB[i]]++
+				cntH[rankH[i]]++
+				drawn++
+			}
+		}
+		x, err := logRatio(countedQuantile(bs, cntB, n, q), countedQuantile(hs, cntH, n, q))
+		if err != nil {
+			return PairEstimate{}, err
+		}
+		sum += x
+		sumSq += x * x
+	}
+	mean := sum / float64(reps)
+	v := math.Max(0, (sumSq-float64(reps)*mean*mean)/float64(reps-1))
+	return PairEstimate{D: d, SE: math.Sqrt(v), Requests: n, Block: block}, nil
+}
+
+// ranked returns the values of ps sorted, and the rank of each pair's
+// value in that order (ties broken by time order).
+func ranked(ps []RequestPair, value func(RequestPair) float64) ([]float64, []int) {
+	idx := make([]int, len(ps))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return value(ps[idx[a]]) < value(ps[idx[b]]) })
+	sorted, rank := make([]float64, len(ps)), make([]int, len(ps))
+	for r, i := range idx {
+		sorted[r], rank[i] = value(ps[i]), r
+	}
+	return sorted, rank
+}
+
+// countedQuantile is the q-quantile, interpolated as interpolate does,
+// of the multiset of m values that holds sorted[r] count[r] times.
+func countedQuantile(sorted []float64, count []int, m int, q float64) float64 {
+	h := q * float64(m-1)
+	lo := int(math.Floor(h))
+	// at returns the value at ascending position pos of the multiset.
+	at := func(pos int) float64 {
+		c := 0
+		for r, k := range count {
+			c += k
+			if c > pos {
+				return sorted[r]
+			}
+		}
+		return sorted[len(sorted)-1]
+	}
+	if lo >= m-1 {
+		return at(m - 1)
+	}
+	a := at(lo)
+	return a + (h-float64(lo))*(at(lo+1)-a)
+}
+
+// logRatio is log(head/base) of two figures, an error unless both are
+// positive and finite.
+func logRatio(base, head float64) (float64, error) {
+	if !(base > 0) || !(head > 0) || math.IsInf(base, 0) || math.IsInf(head, 0) {
+		return 0, errors.New("bootstrap: a figure is not positive and finite (base " + fmt.Sprint(base) + ", head " + fmt.Sprint(head) + ")")
+	}
+	return math.Log(head / base), nil
+}
+
+// BootstrapCount estimates the change of a count-based rate, goodput,
+// between the two sides of one paired run: D = log(sum of head's weights
+// / sum of base's) + offset, offset being log(base's duration / head's)
+// for goodput over the whole run (0 over a steady-state window, whose
+// span both sides share), and its standard error from the same circular
+// moving-block bootstrap over time as BootstrapPair (whole request pairs
+// in blocks, so that what the sides share and the correlation in time
+// are kept). The weights are 1 for a request that counted (met every
+// goodput SLO), 0 for one that did not. A replicate whose sum is 0 on a
+// side counts half a request there, so that its log stays finite.
+// Base's sum must be positive; head's 0 is an error the caller judges
+// (no request met the SLO: a regression, not noise). The durations do
+// not vary in the bootstrap: the spread between pairs sees their noise.
+func BootstrapCount(pairs []RequestPair, offset float64, reps, block int, rng *rand.Rand) (PairEstimate, error) {
+	n := len(pairs)
+	if n < minBootstrapRequests {
+		return PairEstimate{}, fmt.Errorf("bootstrap: %d requests, want at least %d", n, minBootstrapRequests)
+	}
+	if math.IsNaN(offset) || math.IsInf(offset, 0) {
+		return PairEstimate{}, fmt.Errorf("bootstrap: duration log ratio %v: want a finite number", offset)
+	}
+	var sb, sh float64
+	for i, p := range pairs {
+		if !(p.Base >= 0 && p.Head >= 0) || math.IsInf(p.Base, 0) || math.IsInf(p.Head, 0) || math.IsNaN(p.Start) {
+			return PairEstimate{}, fmt.Errorf("bootstrap: request %d: weights base %v, head %v at %v s: want finite weights >= 0", i, p.Base, p.Head, p.Start)
+		}
+		sb += p.Base
+		sh += p.Head
+	}
+	if !(sb > 0) {
+		return PairEstimate{}, errors.New("bootstrap: no request of base counted: a rate of 0 cannot be compared")
+	}
+	if !(sh > 0) {
+		return PairEstimate{}, errNoHeadCount
+	}
+	ps, reps, rng := inTimeOrder(pairs, reps, rng)
+	if block <= 0 {
+		x := make([]float64, n)
+		for i, p := range ps {
+			x[i] = p.Head - p.Base
+		}
+		block = blockLength(x)
+	}
+	block = min(block, n)
+	d := math.Log(sh/sb) + offset
+	blocks := (n + block - 1) / block
+	var sum, sumSq float64
+	for r := 0; r < reps; r++ {
+		var rb, rh float64
+		drawn := 0
+		for k := 0; k < blocks && drawn < n; k++ {
+			s := rng.IntN(n)
+			for j := 0; j < block && drawn < n; j++ {
+				p := ps[(s+j)%n]
+				rb += p.Base
+				rh += p.Head
+				drawn++
+			}
+		}
+		x := math.Log(math.Max(rh, 0.5) / math.Max(rb, 0.5))
+		sum += x
+		sumSq += x * x
+	}
+	mean := sum / float64(reps)
+	v := math.Max(0, (sumSq-float64(reps)*mean*mean)/float64(reps-1))
+	return PairEstimate{D: d, SE: math.Sqrt(v), Requests: n, Block: block}, nil
+}
+
+// errNoHeadCount is BootstrapCount's error when no request of head
+// counted while base's did.
+var errNoHeadCount = errors.New("bootstrap: no request of head counted, while base's did")
+
+// inTimeOrder is the bootstrap's common set-up: a copy of pairs sorted by
+// start time (blocks are runs in time), and the default replicate count
+// and generator when none is given.
+func inTimeOrder(pairs []RequestPair, reps int, rng *rand.Rand) ([]RequestPair, int, *rand.Rand) {
+	if reps <= 0 {
+		reps = BootstrapReps
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(1, 27))
+	}
+	ps := make([]RequestPair, len(pairs))
+	copy(ps, pairs)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Start < ps[j].Start })
+	return ps, reps, rng
+}

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/capacity"
+	"github.com/servegate/servegate/internal/report"
+)
+
+// TestSweepFindsTheSimulatorsSaturation runs the shipped capacity
+// scenario on the in-process simulator. Its step costs make the
+// saturation point known: 8 sequences a step, 20 ms a step, 16 tokens a
+// request, so 8 / (16 × 0.020 s) = 25 req/s. The search must land within
+// ±10% of it.
+func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a capacity search takes about 40 s")
+	}
+	scs, err := scenario.LoadFile("../scenarios/capacity.yaml")
+	require.NoError(t, err)
+	sc, err := scs[0].Override(scenario.Env{Target: scenario.TargetInproc})
+	require.NoError(t, err)
+	plan := NewPlan(sc)
+	tgt, err := StartTarget(t.Context(), plan.Target, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { tgt.Close(t.Context()) })
+
+	var seen []capacity.Step
+	sw, err := RunSweep(t.Context(), plan, tgt, SweepHooks{Step: func(st capacity.Step, o *Outcome) {
+		seen = append(seen, st)
+		assert.Equal(t, st.Rate, o.Plan.Engine.RequestRate)
+	}})
+	require.NoError(t, err)
+	r := sw.Result
+	var table bytes.Buffer
+	_ = report.WriteCapacityTable(&table, r)
+	t.Logf("%s", table.String())
+	for _, w := range sw.Warnings {
+		t.Logf("warning: %v", w)
+	}
+	t.Logf("max rate %v, fails at %v, %d steps, stopped %q", r.MaxRate, r.MinFailRate, len(r.Steps), r.Stopped)
+	const saturation = 8 / (16 * 0.020)
+	assert.InDelta(t, saturation, r.MaxRate, 0.10*saturation, "the search finds the simulator's saturation point")
+	assert.InDelta(t, saturation, r.Crossing, 0.10*saturation, "and so does the interpolated edge")
+	assert.GreaterOrEqual(t, r.Crossing, r.MaxRate)
+	assert.LessOrEqual(t, r.Crossing, r.MinFailRate)
+	for _, st := range r.Steps {
+		assert.Equal(t, st.Pass, st.Margin >= 0, "step at %v: the margin's sign is the verdict", st.Rate)
+	}
+	assert.Equal(t, seen, r.Steps)
+	require.NotNil(t, sw.Best)
+	assert.Equal(t, r.MaxRate, sw.Best.Plan.Engine.RequestRate)
+	assert.True(t, sw.Verdict().Pass)
+
+	var res map[string]any
+	// Python's json writes burstiness inf as Infinity, which Go's does not read.
+	data := bytes.ReplaceAll(sw.ResultJSON(false), []byte("Infinity"), []byte("null"))
+	require.NoError(t, json.Unmarshal(data, &res), "%s", data)
+	assert.Equal(t, r.MaxRate, res["max_goodput_rate"])
+	assert.Equal(t, r.MaxRate, res["request_rate"], "the file is the run at the highest passing rate")
+	c := res["capacity"].(map[string]any)
+	assert.Len(t, c["steps"], len(r.Steps))
+	step := c["steps"].([]any)[0].(map[string]any)
+	assert.Equal(t, r.Crossing, c["crossing_rate"])
+	for _, k := range []string{"rate", "pass", "request_goodput", "p99_ttft_ms", "margin", "failed_bounds"} {
+		assert.Contains(t, step, k)
+	}
+	ms := sw.BenchMetrics()
+	require.Len(t, ms, 1)
+	assert.Equal(t, "max-rate-req/s", ms[0].Unit)
+	assert.Equal(t, r.Crossing, ms[0].Value, "benchfmt carries the interpolated edge")
+	assert.Equal(t, "higher", ms[0].Better)
+}
+
+// TestSweepNoPassingRate: a search whose first rate already fails reports
+// 0 and fails its verdict; the result file holds the search alone.
+func TestSweepNoPassingRate(t *testing.T) {
+	sc := parse(t, `
+name: hopeless
+target: {kind: inproc, profile: instant}
+dataset: {name: random, num_prompts: 20, input_len: 16, output_len: 4}
+slo: {bounds: ["completed >= 21"]}
+capacity: {min_rate: 50, max_rate: 100}
+`)
+	plan := NewPlan(sc)
+	tgt, err := StartTarget(t.Context(), plan.Target, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { tgt.Close(t.Context()) })
+	sw, err := RunSweep(t.Context(), plan, tgt, SweepHooks{})
+	require.NoError(t, err)
+	assert.Equal(t, capacity.StoppedMinRateFailed, sw.Result.Stopped)
+	assert.Nil(t, sw.Best)
+	assert.False(t, sw.Verdict().Pass)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(sw.ResultJSON(true), &res))
+	assert.Equal(t, 0.0, res["max_goodput_rate"])
+	assert.NotContains(t, res, "completed")
+	assert.Equal(t, []any{"completed >= 21"}, res["capacity"].(map[string]any)["steps"].([]any)[0].(map[string]any)["failed_bounds"])
+	assert.False(t, math.IsNaN(sw.BenchMetrics()[0].Value))
+}

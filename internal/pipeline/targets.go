@@ -1,0 +1,127 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/internal/tokenizer"
+)
+
+// startURL uses a server that is already running. Without target.model
+// it asks the server's /v1/models which model it serves.
+func startURL(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
+	base := strings.TrimRight(spec.URL, "/")
+	model := spec.Model
+	if model == "" {
+		m, err := servedModel(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("start url target: no target.model (or SERVEGATE_MODEL) and %w", err)
+		}
+		model = m
+	}
+	return &Target{
+		Kind:            scenario.TargetURL,
+		BaseURL:         base,
+		Model:           model,
+		ServedModelName: spec.ServedModelName,
+	}, nil
+}
+
+// simSettings is the target's simulator knobs plus the model it serves.
+func simSettings(spec scenario.Target) (map[string]string, error) {
+	set, err := spec.SimKnobs()
+	if err != nil {
+		return nil, err
+	}
+	if m := cmp.Or(spec.ServedModelName, spec.Model); m != "" {
+		set["model"] = m
+	}
+	return set, nil
+}
+
+// SimParams returns the knobs the simulator of a sim or inproc target
+// runs with: its profile, then its args and served model name, as
+// StartTarget starts it. A prediction of a scenario's own simulator in
+// virtual time (servegate sweep --virtual without --profile) runs them.
+func SimParams(spec scenario.Target) (simulator.Params, error) {
+	if spec.Kind != scenario.TargetSim && spec.Kind != scenario.TargetInproc {
+		return simulator.Params{}, fmt.Errorf("target kind %s is not a simulator: no profile to predict", spec.Kind)
+	}
+	set, err := simSettings(spec)
+	if err != nil {
+		return simulator.Params{}, fmt.Errorf("%s target: %w", spec.Kind, err)
+	}
+	p, err := simulator.Config{Profile: spec.Profile, Set: set}.Resolve()
+	if err != nil {
+		return p, fmt.Errorf("%s target: %w", spec.Kind, err)
+	}
+	return p, nil
+}
+
+// startInproc serves the simulator from this process on a loopback port.
+// Its tokenizer is the target's (the bundled Llama-3 one by default), the
+// same object the plan loads, so prompt counts match the client's.
+func startInproc(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
+	set, err := simSettings(spec)
+	if err != nil {
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	tok, err := loadTokenizer(ctx, scenario.ResolveTokenizer(spec.Tokenizer, spec.Model), tokenizer.Hub{})
+	if err != nil {
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	srv, err := simulator.New(simulator.Config{Profile: spec.Profile, Set: set, Tokenizer: tok})
+	if err != nil {
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("start inproc target: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	go hs.Serve(ln)
+	served := srv.Params().Model
+	return &Target{
+		Kind:            scenario.TargetInproc,
+		BaseURL:         "http://" + ln.Addr().String(),
+		Model:           cmp.Or(spec.Model, served),
+		ServedModelName: served,
+		close: func(ctx context.Context) error {
+			err := srv.Close() // ends the streams in flight first
+			return errors.Join(err, hs.Shutdown(ctx))
+		},
+	}, nil
+}
+
+// servedModel asks /v1/models for the first model's id.
+func servedModel(ctx context.Context, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Data) == 0 {
+		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
+	}
+	return body.Data[0].ID, nil
+}

@@ -1,0 +1,455 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Names in the store.
+const (
+	layoutFile   = "servegate-history.json"
+	lockFile     = ".lock"
+	manifestFile = "manifest.json"
+	addPrefix    = ".add-"
+	trashPrefix  = ".trash-"
+	// Layout is the version of the layout this package writes and reads.
+	Layout = 1
+)
+
+// Limits of an add.
+const (
+	// MaxFiles is the most files one add takes.
+	MaxFiles = 64
+	// MaxFileBytes is the largest file an add takes (256 MiB).
+	MaxFileBytes = 256 << 20
+)
+
+// Kinds of file in a run.
+const (
+	KindBenchfmt = "benchfmt" // benchstat format results (*.benchfmt, *.txt, *.bench)
+	KindResult   = "result"   // vLLM's result JSON (*.json)
+	KindGate     = "gate"     // a gate's JSON report (*.json with "verdict" and "comparisons")
+)
+
+// A Store is a results store in the directory Dir (see the package
+// documentation for its layout).
+type Store struct {
+	Dir string
+}
+
+// A Manifest describes one run: one add of one commit on one runner type.
+type Manifest struct {
+	Layout     int       `json:"layout"`
+	Commit     string    `json:"commit"`
+	CommitTime time.Time `json:"commit_time"`
+	Runner     string    `json:"runner"`
+	// Version is the servegate version that added the run.
+	Version string `json:"servegate_version"`
+	// Added is when the run was added.
+	Added time.Time `json:"added"`
+	// Benchmarks are the benchmarks the run's benchfmt files report, by
+	// full name.
+	Benchmarks map[string]Benchmark `json:"benchmarks"`
+	Files      []File               `json:"files"`
+}
+
+// A Benchmark is what a run holds of one benchmark (one scenario).
+type Benchmark struct {
+	// ScenarioSHA is the result lines' scenario-sha: the hash of the
+	// scenario file's content that its results depend on ("" when the
+	// lines carry none, as go test -bench output of other benchmarks).
+	ScenarioSHA string `json:"scenario_sha"`
+	// Valid counts the result lines a gate can use; Refused those marked
+	// interrupted or invalid.
+	Valid   int `json:"valid"`
+	Refused int `json:"refused,omitempty"`
+}
+
+// A File is one file of a run.
+type File struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// IsStore reports whether dir holds a store (its layout file).
+func IsStore(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, layoutFile))
+	return err == nil
+}
+
+// Open opens the store in dir, which must exist and be one.
+func Open(dir string) (*Store, error) {
+	data, err := os.ReadFile(filepath.Join(dir, layoutFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("open store: %s is not a servegate history store (no %s; servegate history add creates one)", dir, layoutFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	var l struct {
+		Layout int `json:"layout"`
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, fmt.Errorf("open store: %s: %w", filepath.Join(dir, layoutFile), err)
+	}
+	if l.Layout != Layout {
+		return nil, fmt.Errorf("open store: %s: layout %d, this servegate reads layout %d", filepath.Join(dir, layoutFile), l.Layout, Layout)
+	}
+	return &Store{Dir: dir}, nil
+}
+
+// Create opens the store in dir, making the directory and its layout
+// file when missing. A non-empty directory that is no store is refused.
+func Create(dir string) (*Store, error) {
+	if IsStore(dir) {
+		return Open(dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	for _, e := range ents {
+		if e.Name() != lockFile && !strings.HasPrefix(e.Name(), layoutFile) {
+			// Another add may have made the store since IsStore looked:
+			// it writes the layout file before anything else.
+			if IsStore(dir) {
+				return Open(dir)
+			}
+			return nil, fmt.Errorf("create store: %s is not empty and holds no %s: refusing to make it a store", dir, layoutFile)
+		}
+	}
+	if err := writeAtomic(filepath.Join(dir, layoutFile), []byte(fmt.Sprintf("{\"layout\": %d}\n", Layout))); err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	return Open(dir)
+}
+
+// writeAtomic writes data to name through a temporary file in the same
+// directory and a rename.
+func writeAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}
+
+var (
+	runnerRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
+	commitRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}$`)
+)
+
+// CheckRunner checks a runner type's name against the store's limits.
+func CheckRunner(name string) error {
+	if !runnerRE.MatchString(name) {
+		return fmt.Errorf("runner %q: want 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with a dot", name)
+	}
+	return nil
+}
+
+// CheckCommit checks a commit's name against the store's limits.
+func CheckCommit(name string) error {
+	if !commitRE.MatchString(name) {
+		return fmt.Errorf("commit %q: want 1 to 80 characters of A-Z a-z 0-9 . _ -, not starting with a dot", name)
+	}
+	return nil
+}
+
+// An AddRequest is one run to file: its files and where they belong.
+type AddRequest struct {
+	Commit     string
+	CommitTime time.Time
+	Runner     string
+	// Version is the servegate version that ran (recorded as is).
+	Version string
+	// Files are paths of benchfmt files (*.benchfmt, *.txt, *.bench),
+	// result JSON files and gate JSON reports (*.json). At least one
+	// benchfmt file with a result line is required.
+	Files []string
+	// Now stamps the run; zero means time.Now.
+	Now time.Time
+}
+
+// A Run is one run in the store.
+type Run struct {
+	// Dir is the run's directory.
+	Dir      string
+	Manifest Manifest
+}
+
+// Path returns the path of the run's file name.
+func (r *Run) Path(name string) string { return filepath.Join(r.Dir, name) }
+
+// FilesOf returns the paths of the run's files of a kind, in manifest
+// order.
+func (r *Run) FilesOf(kind string) []string {
+	var out []string
+	for _, f := range r.Manifest.Files {
+		if f.Kind == kind {
+			out = append(out, r.Path(f.Name))
+		}
+	}
+	return out
+}
+
+// Add files a run under its runner type and commit. It reads and checks
+// every file first (a benchfmt syntax error, a JSON file that does not
+// parse, a file of an unknown kind, a run with no result line, or a
+// scenario hash that differs from the one another run of the same commit
+// recorded is an error, and nothing is written), then writes the run
+// whole or not at all.
+func (s *Store) Add(ctx context.Context, req AddRequest) (*Run, error) {
+	if err := CheckRunner(req.Runner); err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	if err := CheckCommit(req.Commit); err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	if req.CommitTime.IsZero() {
+		return nil, fmt.Errorf("add: commit %s: no commit time", req.Commit)
+	}
+	if len(req.Files) == 0 {
+		return nil, errors.New("add: no files: give the run's benchfmt file (and its result and gate JSON)")
+	}
+	if len(req.Files) > MaxFiles {
+		return nil, fmt.Errorf("add: %d files; one run takes at most %d", len(req.Files), MaxFiles)
+	}
+	now := req.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	m := Manifest{Layout: Layout, Commit: req.Commit, CommitTime: req.CommitTime.UTC(), Runner: req.Runner,
+		Version: req.Version, Added: now.UTC(), Benchmarks: map[string]Benchmark{}}
+	contents := make([][]byte, len(req.Files))
+	for i, path := range req.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		data, f, err := readRunFile(path, m.Benchmarks)
+		if err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		if slices.ContainsFunc(m.Files, func(g File) bool { return g.Name == f.Name }) {
+			return nil, fmt.Errorf("add: two files named %s: a run keeps files under their base names", f.Name)
+		}
+		contents[i] = data
+		m.Files = append(m.Files, f)
+	}
+	if len(m.Benchmarks) == 0 {
+		return nil, fmt.Errorf("add: %s: no benchmark result line in any benchfmt file, so the run holds nothing to chart or gate", strings.Join(req.Files, ", "))
+	}
+	unlock, err := s.lock(false)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	defer unlock()
+	commitDir := filepath.Join(s.Dir, req.Runner, req.Commit)
+	if err := os.MkdirAll(commitDir, 0o755); err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	// Adds share the store's lock, so the check against the commit's
+	// other runs and this run's rename hold the commit's own lock alone:
+	// otherwise two adds that disagree both pass the check and both land.
+	unlockCommit, err := lockDir(commitDir, true)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	defer unlockCommit()
+	if err := s.checkSameCommit(commitDir, &m); err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	tmp, err := os.MkdirTemp(commitDir, addPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	for i, f := range m.Files {
+		if err := writeSynced(filepath.Join(tmp, f.Name), contents[i]); err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+	}
+	mdata, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	if err := writeSynced(filepath.Join(tmp, manifestFile), append(mdata, '\n')); err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	final := filepath.Join(commitDir, now.UTC().Format("20060102T150405.000000000Z")+"-"+hex.EncodeToString(rnd[:]))
+	if err := os.Rename(tmp, final); err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	if d, err := os.Open(commitDir); err == nil {
+		_ = d.Sync() // the rename itself survives a crash
+		d.Close()
+	}
+	return &Run{Dir: final, Manifest: m}, nil
+}
+
+// checkSameCommit refuses a run whose commit time or scenario hashes
+// differ from those another run of the same commit recorded.
+func (s *Store) checkSameCommit(commitDir string, m *Manifest) error {
+	runs, err := readCommit(commitDir, m.Runner, m.Commit, false)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if !r.Manifest.CommitTime.Equal(m.CommitTime) {
+			return fmt.Errorf("commit %s: commit time %s, but run %s recorded %s", m.Commit,
+				m.CommitTime.Format(time.RFC3339), r.Dir, r.Manifest.CommitTime.Format(time.RFC3339))
+		}
+		for name, b := range m.Benchmarks {
+			if o, ok := r.Manifest.Benchmarks[name]; ok && o.ScenarioSHA != b.ScenarioSHA {
+				return fmt.Errorf("commit %s: %s has scenario-sha %s, but run %s of the same commit has %s: one commit runs one version of a scenario",
+					m.Commit, name, short(b.ScenarioSHA), r.Dir, short(o.ScenarioSHA))
+			}
+		}
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if sha == "" {
+		return "(none)"
+	}
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func writeSynced(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readRunFile reads one file of an add, checks it by its kind and adds
+// what a benchfmt file reports to benchmarks.
+func readRunFile(path string, benchmarks map[string]Benchmark) ([]byte, File, error) {
+	f := File{Name: filepath.Base(path)}
+	// A reader refuses these names (checkFile): filing one would make
+	// every later read of the runner type fail.
+	if strings.HasPrefix(f.Name, ".") || f.Name == manifestFile {
+		return nil, f, fmt.Errorf("%s: a run cannot hold a file named %q (a dot file, or the run's own %s): rename it", path, f.Name, manifestFile)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, f, err
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	if err != nil {
+		return nil, f, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, f, fmt.Errorf("%s: larger than %d bytes, the most one file of a run may hold", path, MaxFileBytes)
+	}
+	f.Bytes = int64(len(data))
+	sum := sha256.Sum256(data)
+	f.SHA256 = hex.EncodeToString(sum[:])
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".benchfmt", ".txt", ".bench":
+		f.Kind = KindBenchfmt
+		if err := scanBenchfmt(path, data, benchmarks); err != nil {
+			return nil, f, err
+		}
+	case ".json":
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(data, &top); err != nil {
+			return nil, f, fmt.Errorf("%s: not a JSON object: %w", path, err)
+		}
+		f.Kind = KindResult
+		if _, ok := top["verdict"]; ok {
+			if _, ok := top["comparisons"]; ok {
+				f.Kind = KindGate
+			}
+		}
+	default:
+		return nil, f, fmt.Errorf("%s: unknown kind of file %q: a run holds benchfmt files (.benchfmt, .txt, .bench) and JSON files (result, gate report)", path, ext)
+	}
+	return data, f, nil
+}
+
+// Keys of the benchfmt file configuration the store reads: benchtest's
+// scenario-sha and benchtest/report's InterruptedKey and InvalidKey. This
+// package imports nothing of servegate; a test checks they agree.
+const (
+	scenarioKey    = "scenario-sha"
+	interruptedKey = "interrupted"
+	invalidKey     = "invalid"
+)
+
+// scanBenchfmt reads a benchfmt file's result lines into benchmarks.
+func scanBenchfmt(path string, data []byte, benchmarks map[string]Benchmark) error {
+	rd := benchfmt.NewReader(bytes.NewReader(data), path)
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			return rec
+		case *benchfmt.Result:
+			name := string(rec.Name.Full())
+			sha := string(rec.GetConfig(scenarioKey))
+			b, seen := benchmarks[name]
+			if seen && b.ScenarioSHA != sha {
+				file, line := rec.Pos()
+				return fmt.Errorf("%s:%d: %s: scenario-sha %s, but an earlier line has %s: one run runs one version of a scenario", file, line, name, short(sha), short(b.ScenarioSHA))
+			}
+			b.ScenarioSHA = sha
+			if v := string(rec.GetConfig(interruptedKey)); (v != "" && v != "false") || len(rec.GetConfig(invalidKey)) > 0 {
+				b.Refused++
+			} else {
+				b.Valid++
+			}
+			benchmarks[name] = b
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
