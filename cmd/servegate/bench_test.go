@@ -229,7 +229,7 @@ func TestBenchSimulatorBundledTokenizer(t *testing.T) {
 // file name pattern and the same keys in the same order, plus servegate's
 // start_times and latencies after max_concurrent_requests.
 func TestBenchResultKeysMatchVLLM(t *testing.T) {
-	vllmFile, err := os.ReadFile(filepath.Join("..", "..", "benchtest", "report", "testdata", "vllm-0.13", "result.json"))
+	vllmFile, err := os.ReadFile(filepath.Join("..", "..", "internal", "report", "testdata", "vllm-0.13", "result.json"))
 	require.NoError(t, err)
 	var want []string
 	for _, k := range jsonKeys(t, vllmFile) {

@@ -55,7 +55,7 @@ func TestReportReadsInfinity(t *testing.T) {
 }
 
 func TestReportErrors(t *testing.T) {
-	vllmFile := filepath.Join("..", "..", "benchtest", "report", "testdata", "vllm-0.13", "result.json")
+	vllmFile := filepath.Join("..", "..", "internal", "report", "testdata", "vllm-0.13", "result.json")
 	cases := []struct {
 		name string
 		args []string
