@@ -24,7 +24,7 @@ func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a capacity search takes about 40 s")
 	}
-	scs, err := scenario.LoadFile("../scenarios/capacity.yaml")
+	scs, err := scenario.LoadFile("../../scenarios/capacity.yaml")
 	require.NoError(t, err)
 	sc, err := scs[0].Override(scenario.Env{Target: scenario.TargetInproc})
 	require.NoError(t, err)
