@@ -131,6 +131,7 @@ func parseOne(file string, n *yaml.Node, prefix string) (*Scenario, error) {
 	}
 	sum := sha256.Sum256(enc)
 	sc.SHA = hex.EncodeToString(sum[:])
+	sc.Workload, sc.keys = workload(measured(canonical(n)))
 	sc.resolvePaths()
 	sc.applyDefaults()
 	if err := sc.validate(); err != nil {
@@ -156,7 +157,19 @@ func (sc *Scenario) resolvePaths() {
 	if b := sc.Target.Build; b != nil && b.Context != "" && !filepath.IsAbs(b.Context) {
 		b.Context = filepath.Join(dir, b.Context)
 	}
+	if p := sc.Target.Profile; IsProfileFile(p) && !filepath.IsAbs(p) {
+		sc.Target.Profile = filepath.Join(dir, p)
+	}
+	for i, b := range sc.Target.Backends {
+		if IsProfileFile(b.Profile) && !filepath.IsAbs(b.Profile) {
+			sc.Target.Backends[i].Profile = filepath.Join(dir, b.Profile)
+		}
+	}
 }
+
+// IsProfileFile reports whether a simulator profile names a YAML file
+// rather than a shipped profile: shipped names have no '/' and no '.'.
+func IsProfileFile(profile string) bool { return strings.ContainsAny(profile, "/.") }
 
 // canonical copies a node without comments, styles and aliases, so that the
 // scenario's SHA depends on its content alone.

@@ -223,3 +223,38 @@ func TestLoadDir(t *testing.T) {
 	require.True(t, errors.As(err, &serr))
 	assert.Equal(t, Error{File: "x.yaml", Line: 1, Field: "name", Msg: "want a string, got number 5"}, *serr)
 }
+
+// TestWorkload: the workload leaves the target out, so a pull request
+// that changes the server keeps the scenario's identity, and
+// WorkloadDiff names the keys that did change.
+func TestWorkload(t *testing.T) {
+	parse := func(src string) *Scenario {
+		t.Helper()
+		scs, err := Parse("w.yaml", []byte(src))
+		require.NoError(t, err)
+		return scs[0]
+	}
+	base := parse("name: a\ntarget: {kind: sim, args: [--slowdown=1.0]}\nload: {request_rate: 2}\ndataset: {num_prompts: 60}\n")
+	head := parse("name: a\ntarget: {kind: sim, args: [--slowdown=1.1]}\ndataset: {num_prompts: 60}\nload: {request_rate: 2}\n")
+	assert.Len(t, base.Workload, 64)
+	assert.NotEqual(t, base.SHA, head.SHA, "the SHA holds the target")
+	assert.Equal(t, base.Workload, head.Workload, "neither the target nor the keys' order is part of the workload")
+	assert.Empty(t, WorkloadDiff(base, head))
+
+	other := parse("name: a\ntarget: {kind: sim}\nload: {request_rate: 3}\nslo: {goodput: {ttft: 100}}\n")
+	assert.NotEqual(t, base.Workload, other.Workload)
+	assert.Equal(t, []string{"dataset", "load", "slo"}, WorkloadDiff(base, other))
+}
+
+// TestProfileFile: a profile file is relative to the scenario file, a
+// shipped profile's name stays a name.
+func TestProfileFile(t *testing.T) {
+	scs, err := Parse(filepath.Join("dir", "p.yaml"), []byte("name: a\ntarget: {kind: sim, profile: prof/slow.yaml}\n"+
+		"---\nname: b\ntarget: {kind: container, image: x, backends: [{profile: gpu-8b}, {profile: ./b.yaml}]}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("dir", "prof", "slow.yaml"), scs[0].Target.Profile)
+	assert.Equal(t, "gpu-8b", scs[1].Target.Backends[0].Profile)
+	assert.Equal(t, filepath.Join("dir", "b.yaml"), scs[1].Target.Backends[1].Profile)
+	assert.False(t, IsProfileFile("gpu-8b"))
+	assert.True(t, IsProfileFile("slow.yaml"))
+}

@@ -59,8 +59,16 @@ type Scenario struct {
 	// slo.bounds, so that editing a bound keeps results comparable.
 	// Results carry it as scenario-sha.
 	SHA string `yaml:"-"`
+	// Workload is the hex SHA-256 of what the scenario sends and asks:
+	// SHA's content without the target block. Base and head of a
+	// comparison pair a scenario only when their workloads are equal,
+	// since the server is what a pull request may change.
+	Workload string `yaml:"-"`
 
 	pos positions
+	// keys maps each top-level key of the workload to its content's
+	// hash, so that WorkloadDiff can name the keys that differ.
+	keys map[string]string
 }
 
 // Target kinds.
@@ -108,7 +116,10 @@ type Target struct {
 	Args []string `yaml:"args"`
 	// Env is extra server environment.
 	Env map[string]string `yaml:"env"`
-	// Profile is the simulator's named latency profile (sim and inproc).
+	// Profile is the simulator's latency profile (sim and inproc): a
+	// shipped profile's name, or a YAML file (a path with a '/' or a '.',
+	// relative to the scenario file), which a sim target copies into its
+	// container.
 	Profile string `yaml:"profile"`
 	// URL is the base URL of a url target (http://host:port).
 	URL string `yaml:"url"`
@@ -183,8 +194,12 @@ type Backend struct {
 	Kind string `yaml:"kind"`
 	// Replicas is how many to start, 1 to 16. Default 1.
 	Replicas int `yaml:"replicas"`
-	// Profile is the simulator profile.
+	// Profile is the simulator profile: a name or a YAML file, as a sim
+	// target's.
 	Profile string `yaml:"profile"`
+	// Image is the replicas' simulator image. Default: the image built
+	// from the servegate sources the test builds with.
+	Image string `yaml:"image"`
 	// Args are simulator knobs, as a sim target's args (--max_num_seqs=8).
 	Args []string `yaml:"args"`
 }
