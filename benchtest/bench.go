@@ -44,7 +44,7 @@ func BenchDir(b *testing.B, dir string) {
 
 func runBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	b.StopTimer()
-	if pairedMode() {
+	if pipeline.Paired() {
 		runPairedBench(b, owner, sc)
 		return
 	}

@@ -1,6 +1,7 @@
 package benchtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/pipeline"
 	"github.com/servegate/servegate/internal/report"
 )
 
@@ -21,6 +23,8 @@ import (
 //	bench.benchfmt              every Bench iteration of the process
 //	bench-base.benchfmt         in paired mode (SERVEGATE_PAIRED_BASE), the
 //	                            base side's runs; bench.benchfmt holds head's
+//	<scenario>.pair.json        in paired mode, what the pair left for
+//	                            the comparison (pipeline.PairRecord)
 //	slo.md                      the SLO table of every Run, Markdown
 //
 // The benchfmt and Markdown files are truncated by the first write of a
@@ -95,6 +99,23 @@ func (o *outputs) writeResult(name, mode string, data []byte) (string, error) {
 		return "", fmt.Errorf("write result: %w", err)
 	}
 	return path, nil
+}
+
+// writeRecord writes a paired run's record as <scenario>.pair.json.
+func (o *outputs) writeRecord(rec *pipeline.PairRecord) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.init(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("pair record: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.dir, rec.Scenario+".pair.json"), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("pair record: %w", err)
+	}
+	return nil
 }
 
 // writeBenchfmt appends one result line to the mode's benchfmt file and

@@ -2,99 +2,103 @@ package benchtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/pipeline"
 )
 
-// Paired mode (ci/compare.sh --paired). With SERVEGATE_PAIRED_BASE set,
-// Bench runs every scenario against two targets at the same time: head's,
-// started as the scenario says from this checkout, and base's, started
-// from the scenario file of the same path in the base checkout. One
-// harness process, this one (head's code), drives both with the same
-// plan: the same dataset, the same seed and so the same arrival
-// schedule, each target through its own Execute, the two started
-// together, the side started first alternating with the pair label. The
-// machine's noise at that moment falls on both runs of a pair, and
-// internal/gate -paired compares them pair by pair.
-//
-// Only targets built from each side's sources can be paired: kind sim
-// (base's simulator image is built from the base checkout, with
-// simulator.ImageAt) and kind container (base's scenario file names its
-// image or build context, which resolves in the base checkout). A
-// container target's simulator backends come from this checkout.
-const (
-	// EnvPairedBase is the base checkout's root directory.
-	EnvPairedBase = "SERVEGATE_PAIRED_BASE"
-	// EnvPairedHead is the head checkout's root directory, against which
-	// a scenario file's path is taken to find base's.
-	EnvPairedHead = "SERVEGATE_PAIRED_HEAD"
-	// EnvPair is the pair label (a positive integer, default 1), written
-	// as pair: on both runs. Base starts first when it is odd, head when
-	// it is even.
-	EnvPair = "SERVEGATE_PAIR"
-)
-
-// pairedMode reports whether Bench runs in paired mode.
-func pairedMode() bool { return os.Getenv(EnvPairedBase) != "" }
-
-// pairLabel returns SERVEGATE_PAIR, 1 when unset.
-func pairLabel() (int, error) {
-	v := os.Getenv(EnvPair)
-	if v == "" {
-		return 1, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%s=%q: want a positive integer", EnvPair, v)
-	}
-	return n, nil
-}
-
-// runPairedBench is runBench in paired mode: one pair per iteration
-// (run it with -benchtime 1x; each go test invocation is one pair); a
-// capacity scenario is skipped, saying why. Head's
-// metrics are reported to testing.B and written to bench.benchfmt, base's
-// to bench-base.benchfmt, both labelled pair: SERVEGATE_PAIR.
+// runPairedBench is runBench in paired mode (`servegate compare`, see
+// internal/pipeline's paired.go): one pair per process, run with
+// -benchtime 1x. Head's metrics are reported to testing.B and written to
+// bench.benchfmt, base's to bench-base.benchfmt, both labelled pair:
+// SERVEGATE_PAIR. Every outcome, a pair or why there is none, is left in
+// <scenario>.pair.json for the comparison.
 func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
-	pair, err := pairLabel()
-	require.NoError(b, err)
+	rec := pipeline.PairRecord{Version: pipeline.PairRecordVersion, Scenario: sc.Name}
+	problem := func(kind, side string, err error) {
+		rec.Problem = &pipeline.PairProblem{Kind: kind, Side: side, Message: err.Error()}
+		writeRecord(b, &rec)
+		if kind == pipeline.ProblemNew || kind == pipeline.ProblemSkipped {
+			b.Skip(err)
+		}
+		b.Fatal(err)
+	}
+	var err error
+	if rec.Pair, err = pipeline.PairLabel(); err == nil {
+		rec.Mode, err = pipeline.PairMode()
+	}
+	if err == nil && b.N != 1 {
+		err = fmt.Errorf("paired mode runs one pair per process: use -benchtime 1x (b.N = %d)", b.N)
+	}
+	if err != nil {
+		problem(pipeline.ProblemRun, "", err)
+	}
 	if sc.Capacity != nil {
-		b.Skipf("paired mode: scenario %s is a capacity search, whose steps differ between the sides and do not pair; gate it with ci/compare.sh --interleaved", sc.Name)
+		problem(pipeline.ProblemSkipped, "", fmt.Errorf("scenario %s is a capacity search, whose steps differ between the sides and do not pair", sc.Name))
 	}
-	plan, head := start(b, owner, sc)
+	head, err := sc.Override(scenario.EnvFromOS())
+	if err != nil {
+		problem(pipeline.ProblemScenario, "head", err)
+	}
+	rec.Workload = head.Workload
+	base, err := pipeline.BaseScenario(sc)
+	switch {
+	case errors.Is(err, pipeline.ErrNewInHead):
+		problem(pipeline.ProblemNew, "base", fmt.Errorf("scenario %s is new in head: %w", sc.Name, err))
+	case err != nil:
+		problem(pipeline.ProblemScenario, "base", err)
+	}
+	if err := pipeline.CheckIdentity(base, head); err != nil {
+		problem(pipeline.ProblemIdentity, "", err)
+	}
 	log := pipeline.TestLog{TB: b}
-	spec, err := pipeline.BaseTarget(b.Context(), sc, log)
-	require.NoError(b, err)
-	base, err := pipeline.Shared.Acquire(context.Background(), owner, spec)
-	require.NoError(b, err, "start base's %s target of scenario %s", spec.Kind, sc.Name)
-	if b.N != 1 {
-		b.Fatalf("paired mode runs one pair per go test invocation: use -benchtime 1x (b.N = %d)", b.N)
+	baseSpec, err := pipeline.BaseTarget(b.Context(), base, log)
+	if err != nil {
+		problem(pipeline.ProblemStart, "base", err)
 	}
+	rec.TargetDiff = pipeline.TargetDiff(baseSpec, head.Target, os.Getenv(pipeline.EnvPairedBase), os.Getenv(pipeline.EnvPairedHead))
+	plan := pipeline.NewPlan(head)
+	if err := pipeline.ApplyLoadShard(plan); err != nil {
+		problem(pipeline.ProblemScenario, "head", err)
+	}
+	tb, err := pipeline.Shared.Acquire(context.Background(), owner, baseSpec)
+	if err != nil {
+		problem(pipeline.ProblemStart, "base", fmt.Errorf("start base's %s target of scenario %s: %w", baseSpec.Kind, sc.Name, err))
+	}
+	th, err := pipeline.Shared.Acquire(context.Background(), owner, plan.Target)
+	if err != nil {
+		problem(pipeline.ProblemStart, "head", fmt.Errorf("start head's %s target of scenario %s: %w", plan.Target.Kind, sc.Name, err))
+	}
+	rec.Base = pipeline.PairSide{Target: tb.Kind, Image: tb.Image}
+	rec.Head = pipeline.PairSide{Target: th.Kind, Image: th.Image}
+
 	ctx, cancel := pipeline.RunContext(b.Context(), plan)
 	defer cancel()
-	require.NoError(b, plan.Prepare(ctx))
-	baseFirst := pair%2 == 1
+	baseFirst := rec.Pair%2 == 1
 	b.StartTimer()
-	ob, oh, err := pipeline.ExecutePair(ctx, plan, base, head, baseFirst, rerunHooks(b, "bench"))
+	ob, oh, err := pipeline.ExecutePair(ctx, plan, tb, th, baseFirst, pairRerunHooks(b, tb))
 	b.StopTimer()
-	require.NoError(b, err)
-	label := strconv.Itoa(pair)
+	if err != nil {
+		problem(pipeline.ProblemRun, "", err)
+	}
+	label := strconv.Itoa(rec.Pair)
 	ob.Pair, oh.Pair = label, label
 	first := "base"
 	if !baseFirst {
 		first = "head"
 	}
-	b.Logf("pair %s: base (%s) and head (%s) at the same time, %s started first", label, base.Image, head.Image, first)
-	save(b, ob, "bench-base", baseBenchfmt, b.Name())
-	save(b, oh, "bench", benchBenchfmt, b.Name())
-	var units []string
+	b.Logf("pair %s: base (%s) and head (%s) at the same time, %s started first", label, tb.Image, th.Image, first)
+	rec.Base.Result = filepath.Base(save(b, ob, "bench-base", baseBenchfmt, b.Name()))
+	rec.Head.Result = filepath.Base(save(b, oh, "bench", benchBenchfmt, b.Name()))
+	rec.Base.Invalid, rec.Head.Invalid = ob.Invalid(), oh.Invalid()
+	writeRecord(b, &rec)
+	units := []string{}
 	sums := map[string]float64{}
 	for _, o := range []*pipeline.Outcome{ob, oh} {
 		logRun(b, o)
@@ -107,4 +111,28 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		sums[m.Unit] = m.Value
 	}
 	reportBench(b, units, sums, oh)
+}
+
+// writeRecord leaves rec for the comparison, failing b when it cannot.
+func writeRecord(b *testing.B, rec *pipeline.PairRecord) {
+	b.Helper()
+	if err := out.writeRecord(rec); err != nil {
+		b.Fatalf("paired mode: %v", err)
+	}
+}
+
+// pairRerunHooks keep the result JSON of both runs of every pair that
+// ExecutePair runs again, base's under base's name, and say so.
+func pairRerunHooks(b *testing.B, base *pipeline.Target) pipeline.Hooks {
+	return pipeline.Hooks{Rerun: func(o *pipeline.Outcome) {
+		mode, side := "bench", "head"
+		if o.Target == base {
+			mode, side = "bench-base", "base"
+		}
+		path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
+		if err != nil {
+			b.Errorf("save result: %v", err)
+		}
+		b.Logf("%s's %s\n%v; running the pair again (harness.reruns %d), its result: %s", side, o.HealthLine(), o.InvalidError(), o.Plan.Harness.Reruns, path)
+	}}
 }

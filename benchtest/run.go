@@ -130,8 +130,9 @@ func rerunHooks(tb testing.TB, mode string) pipeline.Hooks {
 	}}
 }
 
-// save writes the run's result JSON and benchfmt line, and logs where.
-func save(tb testing.TB, o *pipeline.Outcome, mode, benchfmtFile, testName string) {
+// save writes the run's result JSON and benchfmt line, logs where and
+// returns the result JSON's path.
+func save(tb testing.TB, o *pipeline.Outcome, mode, benchfmtFile, testName string) string {
 	tb.Helper()
 	path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
 	if err != nil {
@@ -142,6 +143,7 @@ func save(tb testing.TB, o *pipeline.Outcome, mode, benchfmtFile, testName strin
 		tb.Errorf("save benchfmt: %v", err)
 	}
 	tb.Logf("results: %s, %s", path, bpath)
+	return path
 }
 
 // logRun logs the load generator's health, why a run stopped early and

@@ -1,50 +1,93 @@
 package pipeline
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/simulator"
 )
 
-// Paired mode (ci/compare.sh --paired). With SERVEGATE_PAIRED_BASE set,
-// Bench runs every scenario against two targets at the same time: head's,
-// started as the scenario says from this checkout, and base's, started
+// Paired mode is how `servegate compare` measures a pull request. With
+// SERVEGATE_PAIRED_BASE set, Bench runs every scenario against two
+// targets: head's, started as the scenario says, and base's, started
 // from the scenario file of the same path in the base checkout. One
-// harness process, this one (head's code), drives both with the same
-// plan: the same dataset, the same seed and so the same arrival
-// schedule, each target through its own Execute, the two started
-// together, the side started first alternating with the pair label. The
-// machine's noise at that moment falls on both runs of a pair, and
-// internal/gate -paired compares them pair by pair.
+// harness process, head's test binary, drives both with one plan: the
+// same requests and the same arrival schedule. The machine's noise at
+// that moment falls on both runs of a pair.
 //
-// Only targets built from each side's sources can be paired: kind sim
-// (base's simulator image is built from the base checkout, with
-// simulator.ImageAt) and kind container (base's scenario file names its
-// image or build context, which resolves in the base checkout). A
-// container target's simulator backends come from this checkout.
+// Only targets built from each side's sources pair: kind sim and kind
+// container. Each side's target comes from its own checkout: a container
+// target's build context, a sim target's profile file. The simulator
+// image is the one of the servegate sources the test builds with, on
+// both sides; when the base checkout is servegate itself, base's
+// simulator is built from it.
 const (
-	// EnvPairedBase is the base checkout's root directory.
+	// EnvPairedBase is the base checkout's module root.
 	EnvPairedBase = "SERVEGATE_PAIRED_BASE"
-	// EnvPairedHead is the head checkout's root directory, against which
+	// EnvPairedHead is the head checkout's module root, against which
 	// a scenario file's path is taken to find base's.
 	EnvPairedHead = "SERVEGATE_PAIRED_HEAD"
 	// EnvPair is the pair label (a positive integer, default 1), written
-	// as pair: on both runs. Base starts first when it is odd, head when
-	// it is even.
+	// as pair: on both runs. Base starts first when it is odd.
 	EnvPair = "SERVEGATE_PAIR"
+	// EnvPairMode says how a pair runs: PairTogether, the default.
+	EnvPairMode = "SERVEGATE_PAIR_MODE"
 )
 
-// baseScenario loads the base side's scenario of sc: the scenario of
+// PairTogether runs base and head at the same time.
+const PairTogether = "together"
+
+// PairModes lists the pair modes EnvPairMode accepts.
+var PairModes = []string{PairTogether}
+
+// Paired reports whether this process runs in paired mode.
+func Paired() bool { return os.Getenv(EnvPairedBase) != "" }
+
+// PairLabel returns EnvPair, 1 when unset.
+func PairLabel() (int, error) {
+	v := os.Getenv(EnvPair)
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive integer", EnvPair, v)
+	}
+	return n, nil
+}
+
+// PairMode returns EnvPairMode, PairTogether when unset.
+func PairMode() (string, error) {
+	v := os.Getenv(EnvPairMode)
+	if v == "" {
+		return PairTogether, nil
+	}
+	for _, m := range PairModes {
+		if v == m {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s=%q: want one of %s", EnvPairMode, v, strings.Join(PairModes, ", "))
+}
+
+// ErrNewInHead says that base has no scenario of that name: it is new
+// in head, so there is nothing to compare it with.
+var ErrNewInHead = errors.New("new in head")
+
+// BaseScenario loads the base side's scenario of sc: the scenario of
 // the same name in the file of the same path under the base checkout,
-// with the same environment overrides.
-func baseScenario(sc *scenario.Scenario) (*scenario.Scenario, error) {
+// with the same environment overrides. A scenario that base lacks is
+// ErrNewInHead.
+func BaseScenario(sc *scenario.Scenario) (*scenario.Scenario, error) {
 	baseRoot, headRoot := os.Getenv(EnvPairedBase), os.Getenv(EnvPairedHead)
 	if headRoot == "" {
 		return nil, fmt.Errorf("paired mode: %s is set but %s (the head checkout's root) is not", EnvPairedBase, EnvPairedHead)
@@ -52,19 +95,15 @@ func baseScenario(sc *scenario.Scenario) (*scenario.Scenario, error) {
 	if sc.File == "" {
 		return nil, fmt.Errorf("paired mode: scenario %s has no file, so base's cannot be found", sc.Name)
 	}
-	file, err := filepath.Abs(sc.File)
+	rel, err := relTo(headRoot, sc.File)
 	if err != nil {
-		return nil, fmt.Errorf("paired mode: %w", err)
+		return nil, fmt.Errorf("paired mode: scenario file %s is not under %s=%s", sc.File, EnvPairedHead, headRoot)
 	}
-	head, err := filepath.Abs(headRoot)
-	if err != nil {
-		return nil, fmt.Errorf("paired mode: %w", err)
+	file := filepath.Join(baseRoot, rel)
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("paired mode: base has no %s: %w", rel, ErrNewInHead)
 	}
-	rel, err := filepath.Rel(head, file)
-	if err != nil || !filepath.IsLocal(rel) {
-		return nil, fmt.Errorf("paired mode: scenario file %s is not under %s=%s", file, EnvPairedHead, headRoot)
-	}
-	scs, err := scenario.LoadFile(filepath.Join(baseRoot, rel))
+	scs, err := scenario.LoadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("paired mode: base's scenario %s: %w", sc.Name, err)
 	}
@@ -73,47 +112,144 @@ func baseScenario(sc *scenario.Scenario) (*scenario.Scenario, error) {
 			return b.Override(scenario.EnvFromOS())
 		}
 	}
-	return nil, fmt.Errorf("paired mode: base's %s has no scenario %s", filepath.Join(baseRoot, rel), sc.Name)
+	return nil, fmt.Errorf("paired mode: base's %s has no scenario %s: %w", rel, sc.Name, ErrNewInHead)
 }
 
-// BaseTarget is the target spec of base's side of sc.
-func BaseTarget(ctx context.Context, sc *scenario.Scenario, log io.Writer) (scenario.Target, error) {
-	bsc, err := baseScenario(sc)
+// relTo returns path relative to root, refusing a path outside it.
+func relTo(root, path string) (string, error) {
+	r, err := filepath.Abs(root)
 	if err != nil {
-		return scenario.Target{}, err
+		return "", err
 	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(r, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%s is not under %s", path, root)
+	}
+	return rel, nil
+}
+
+// An IdentityError says that base's and head's scenario of one name
+// send different workloads, so their runs do not pair.
+type IdentityError struct {
+	Scenario string
+	// Keys are the top-level keys that differ (dataset, load, ...).
+	Keys []string
+	// Base and Head are where each side's scenario starts (file:line).
+	Base, Head string
+}
+
+func (e *IdentityError) Error() string {
+	return fmt.Sprintf("scenario %s: its %s differ between base (%s) and head (%s): a comparison pairs one workload on both sides, only the target may differ",
+		e.Scenario, strings.Join(e.Keys, ", "), e.Base, e.Head)
+}
+
+// CheckIdentity returns an *IdentityError when base's and head's
+// scenario send different workloads.
+func CheckIdentity(base, head *scenario.Scenario) error {
+	if base.Workload == head.Workload {
+		return nil
+	}
+	keys := scenario.WorkloadDiff(base, head)
+	if len(keys) == 0 {
+		keys = []string{"workload"}
+	}
+	return &IdentityError{Scenario: head.Name, Keys: keys,
+		Base: fmt.Sprintf("%s:%d", base.File, base.Line), Head: fmt.Sprintf("%s:%d", head.File, head.Line)}
+}
+
+// BaseTarget is the target spec of base's scenario bsc. Its simulator
+// image, for a sim target and a container target's backends, is built
+// from the base checkout when that checkout is servegate itself, and
+// is otherwise head's: the servegate version the test builds with.
+func BaseTarget(ctx context.Context, bsc *scenario.Scenario, log io.Writer) (scenario.Target, error) {
 	spec := bsc.Target
 	switch spec.Kind {
-	case scenario.TargetSim:
-		if spec.Image == "" {
-			img, err := simulator.ImageAt(ctx, os.Getenv(EnvPairedBase), log)
-			if err != nil {
-				return spec, fmt.Errorf("paired mode: base's simulator: %w", err)
-			}
-			spec.Image = img
-		}
-	case scenario.TargetContainer:
+	case scenario.TargetSim, scenario.TargetContainer:
 	default:
-		return spec, fmt.Errorf("paired mode: scenario %s: a %s target is not built from each side's sources; paired mode runs sim and container targets", sc.Name, spec.Kind)
+		return spec, fmt.Errorf("paired mode: scenario %s: a %s target is not built from each side's sources; paired mode runs sim and container targets", bsc.Name, spec.Kind)
+	}
+	root := os.Getenv(EnvPairedBase)
+	if !isServegate(root) {
+		return spec, nil
+	}
+	img, err := simulator.ImageAt(ctx, root, log)
+	if err != nil {
+		return spec, fmt.Errorf("paired mode: base's simulator: %w", err)
+	}
+	if spec.Kind == scenario.TargetSim && spec.Image == "" {
+		spec.Image = img
+	}
+	spec.Backends = append([]scenario.Backend(nil), spec.Backends...)
+	for i := range spec.Backends {
+		if spec.Backends[i].Image == "" {
+			spec.Backends[i].Image = img
+		}
 	}
 	return spec, nil
 }
 
+// servegateModule is servegate's module path.
+const servegateModule = "github.com/servegate/servegate"
+
+// isServegate reports whether root is a checkout of servegate's module.
+func isServegate(root string) bool {
+	f, err := os.Open(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`) == servegateModule
+		}
+	}
+	return false
+}
+
 // ExecutePair runs plan against base and head at the same time, the one
-// baseFirst says started first, and returns both outcomes.
+// baseFirst says started first, and returns both outcomes. When either
+// run is invalid the whole pair runs again, up to Plan.Harness.Reruns
+// times, so that both outcomes of a pair always come from one attempt;
+// hooks.Rerun sees both outcomes of each attempt run again.
 func ExecutePair(ctx context.Context, plan *Plan, base, head *Target, baseFirst bool, hooks Hooks) (ob, oh *Outcome, err error) {
+	if err := checkStartAt(plan); err != nil {
+		return nil, nil, err
+	}
+	if err := plan.Prepare(ctx); err != nil {
+		return nil, nil, err
+	}
+	once := hooks
+	once.Rerun = nil
+	for attempt := 0; ; attempt++ {
+		ob, oh, err = executePairOnce(ctx, plan, base, head, baseFirst, once)
+		if err != nil || (ob.Invalid() == "" && oh.Invalid() == "") || attempt >= plan.Harness.Reruns || ctx.Err() != nil {
+			return ob, oh, err
+		}
+		if hooks.Rerun != nil {
+			hooks.Rerun(ob)
+			hooks.Rerun(oh)
+		}
+	}
+}
+
+// executePairOnce runs both sides of a prepared plan once, at once.
+func executePairOnce(ctx context.Context, plan *Plan, base, head *Target, baseFirst bool, hooks Hooks) (ob, oh *Outcome, err error) {
 	var errB, errH error
 	runs := []func(){
-		func() { ob, errB = Execute(ctx, plan, base, hooks) },
-		func() { oh, errH = Execute(ctx, plan, head, hooks) },
+		func() { ob, errB = executeOnce(ctx, plan, base, hooks) },
+		func() { oh, errH = executeOnce(ctx, plan, head, hooks) },
 	}
 	if !baseFirst {
 		runs[0], runs[1] = runs[1], runs[0]
 	}
 	var wg sync.WaitGroup
 	for _, run := range runs {
-		wg.Add(1)
-		go func() { defer wg.Done(); run() }()
+		wg.Go(run)
 	}
 	wg.Wait()
 	if err := errors.Join(errB, errH); err != nil {

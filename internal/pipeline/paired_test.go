@@ -50,8 +50,37 @@ load: {request_rate: 200, ready_timeout: 0s}
 	}
 }
 
-// TestBaseScenario finds base's scenario by path and name, and refuses
-// what paired mode cannot pair, naming it.
+// TestExecutePairRerun: an invalid pair runs again as a whole, so both
+// outcomes returned come from one attempt and the hook sees both sides
+// of the attempt that was run again.
+func TestExecutePairRerun(t *testing.T) {
+	sc := parse(t, `
+name: rerun
+target: {kind: inproc, profile: instant}
+dataset: {num_prompts: 4, input_len: 32, output_len: 4, seed: 7}
+load: {request_rate: 200, ready_timeout: 0s}
+harness: {max_cpu: 0.0000001, reruns: 1}
+`)
+	plan := NewPlan(sc)
+	ctx := context.Background()
+	var tgts []*Target
+	for range 2 {
+		tgt, err := StartTarget(ctx, plan.Target, nil)
+		require.NoError(t, err)
+		defer tgt.Close(ctx)
+		tgts = append(tgts, tgt)
+	}
+	var rerun []*Target
+	ob, oh, err := ExecutePair(ctx, plan, tgts[0], tgts[1], true, Hooks{Rerun: func(o *Outcome) { rerun = append(rerun, o.Target) }})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, tgts, rerun, "both sides of the first attempt")
+	assert.NotEmpty(t, ob.Invalid())
+	assert.NotEmpty(t, oh.Invalid())
+}
+
+// TestBaseScenario finds base's scenario by path and name, tells a
+// scenario new in head apart, and refuses what paired mode cannot pair,
+// naming it.
 func TestBaseScenario(t *testing.T) {
 	head, base := t.TempDir(), t.TempDir()
 	write := func(root, text string) string {
@@ -67,25 +96,75 @@ func TestBaseScenario(t *testing.T) {
 	t.Setenv(EnvPairedBase, base)
 	t.Setenv(EnvPairedHead, head)
 
-	_, err = baseScenario(sc)
-	require.ErrorContains(t, err, "paired mode: base's scenario a: load scenario")
+	_, err = BaseScenario(sc)
+	require.ErrorIs(t, err, ErrNewInHead, "base has no such file")
 
 	write(base, "name: a\ntarget: {kind: sim, profile: cpu-small}\n")
-	bsc, err := baseScenario(sc)
+	bsc, err := BaseScenario(sc)
 	require.NoError(t, err)
 	assert.Equal(t, "cpu-small", bsc.Target.Profile, "base's own target spec")
+	require.NoError(t, CheckIdentity(bsc, sc), "the target may differ")
+	assert.Equal(t, []string{"target.profile: gpu-8b (base: cpu-small)"}, TargetDiff(bsc.Target, sc.Target, base, head))
+
+	write(base, "name: a\ntarget: {kind: sim}\nload: {request_rate: 3}\n")
+	bsc, err = BaseScenario(sc)
+	require.NoError(t, err)
+	var ie *IdentityError
+	require.ErrorAs(t, CheckIdentity(bsc, sc), &ie)
+	assert.Equal(t, []string{"load"}, ie.Keys)
+	assert.ErrorContains(t, ie, "scenario a: its load differ between base ("+filepath.Join(base, "scenarios", "a.yaml")+":1) and head")
+
+	write(base, "name: a\nload: {\n")
+	_, err = BaseScenario(sc)
+	require.ErrorContains(t, err, "paired mode: base's scenario a: ")
+	require.NotErrorIs(t, err, ErrNewInHead)
 
 	write(base, "name: b\ntarget: {kind: sim}\n")
-	_, err = baseScenario(sc)
+	_, err = BaseScenario(sc)
+	require.ErrorIs(t, err, ErrNewInHead)
 	require.ErrorContains(t, err, "has no scenario a")
 
 	write(base, "name: a\ntarget: {kind: inproc}\n")
-	_, err = BaseTarget(context.Background(), sc, nil)
+	bsc, err = BaseScenario(sc)
+	require.NoError(t, err)
+	_, err = BaseTarget(context.Background(), bsc, nil)
 	require.ErrorContains(t, err, "a inproc target is not built from each side's sources; paired mode runs sim and container targets")
 
 	t.Setenv(EnvPairedHead, "")
-	_, err = baseScenario(sc)
+	_, err = BaseScenario(sc)
 	require.ErrorContains(t, err, "SERVEGATE_PAIRED_HEAD")
+}
+
+// TestTargetDiff lists the keys that differ, with paths taken relative
+// to each side's root, and a profile file whose content changed.
+func TestTargetDiff(t *testing.T) {
+	base, head := t.TempDir(), t.TempDir()
+	for root, text := range map[string]string{base: "step_fixed_ms: 10\n", head: "step_fixed_ms: 11\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "p.yaml"), []byte(text), 0o644))
+	}
+	b := scenario.Target{Kind: "container", Build: &scenario.Build{Context: filepath.Join(base, "srv")}, Env: map[string]string{"DELAY": "0s"}, Profile: filepath.Join(base, "p.yaml")}
+	h := scenario.Target{Kind: "container", Build: &scenario.Build{Context: filepath.Join(head, "srv")}, Env: map[string]string{"DELAY": "5ms", "X": "1"}, Profile: filepath.Join(head, "p.yaml"), Args: []string{"--a", "--b"}}
+	assert.Equal(t, []string{
+		"target.args: [--a, --b] (base: none)",
+		"target.env.DELAY: 5ms (base: 0s)",
+		"target.env.X: 1 (base: none)",
+		"target.profile: the file p.yaml differs",
+	}, TargetDiff(b, h, base, head))
+	assert.Empty(t, TargetDiff(b, b, base, base))
+}
+
+// TestPairLabel reads SERVEGATE_PAIR and SERVEGATE_PAIR_MODE.
+func TestPairLabel(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "4": true, "0": false, "x": false} {
+		t.Setenv(EnvPair, v)
+		_, err := PairLabel()
+		assert.Equal(t, ok, err == nil, "SERVEGATE_PAIR=%q", v)
+	}
+	for v, ok := range map[string]bool{"": true, PairTogether: true, "later": false} {
+		t.Setenv(EnvPairMode, v)
+		_, err := PairMode()
+		assert.Equal(t, ok, err == nil, "SERVEGATE_PAIR_MODE=%q", v)
+	}
 }
 
 // scheduled returns the offsets at which a run's requests were due, sorted.

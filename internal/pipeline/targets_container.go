@@ -28,9 +28,7 @@ func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target
 		return nil, fmt.Errorf("start sim target: %w", err)
 	}
 	opts := []testcontainers.ContainerCustomizer{simulator.WithStartupTimeout(spec.StartTimeout.D()), simulator.WithBuildLog(log)}
-	if spec.Profile != "" {
-		opts = append(opts, simulator.WithProfile(spec.Profile))
-	}
+	opts = append(opts, simProfile(spec.Profile)...)
 	keys := make([]string, 0, len(set))
 	for k := range set {
 		keys = append(keys, k)
@@ -86,6 +84,24 @@ func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target
 		logs:            containerLogs(ctr),
 		close:           func(context.Context) error { return testcontainers.TerminateContainer(ctr) },
 	}, nil
+}
+
+// profileInContainer is where a sim container finds a profile file.
+const profileInContainer = "/servegate-profile.yaml"
+
+// simProfile returns the options that give a simulator container its
+// profile: a shipped profile by name, a profile file copied in.
+func simProfile(profile string) []testcontainers.ContainerCustomizer {
+	switch {
+	case profile == "":
+		return nil
+	case scenario.IsProfileFile(profile):
+		return []testcontainers.ContainerCustomizer{
+			testcontainers.WithFiles(testcontainers.ContainerFile{HostFilePath: profile, ContainerFilePath: profileInContainer, FileMode: 0o644}),
+			simulator.WithProfile(profileInContainer),
+		}
+	}
+	return []testcontainers.ContainerCustomizer{simulator.WithProfile(profile)}
 }
 
 // isolation gives a container target and this process disjoint CPU sets

@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 
+	"github.com/testcontainers/testcontainers-go"
+
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/generic"
@@ -67,9 +69,15 @@ func genericSpec(spec scenario.Target) (generic.Spec, error) {
 		if err != nil {
 			return gs, fmt.Errorf("backends[%d]: %w", i, err)
 		}
-		gs.Backends = append(gs.Backends, generic.Backend{
-			Kind: cmp.Or(b.Kind, scenario.TargetSim), Replicas: max(b.Replicas, 1), Profile: b.Profile, Knobs: knobs,
-		})
+		gb := generic.Backend{Kind: cmp.Or(b.Kind, scenario.TargetSim), Replicas: max(b.Replicas, 1), Profile: b.Profile, Knobs: knobs}
+		if scenario.IsProfileFile(b.Profile) {
+			// A profile file is copied into each replica.
+			gb.Profile, gb.Options = "", simProfile(b.Profile)
+		}
+		if b.Image != "" {
+			gb.Options = append(gb.Options, testcontainers.WithImage(b.Image))
+		}
+		gs.Backends = append(gs.Backends, gb)
 	}
 	return gs, nil
 }

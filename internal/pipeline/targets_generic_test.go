@@ -56,3 +56,23 @@ func TestContainerTargetValidation(t *testing.T) {
 		assert.ErrorContains(t, err, want, src)
 	}
 }
+
+// TestSimTargetProfileFile: a sim target's profile file, relative to the
+// scenario file, is copied into the container and served from there.
+func TestSimTargetProfileFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a container")
+	}
+	dockertest.Require(t)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "profiles"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "profiles", "mine.yaml"), []byte("model: from-the-profile-file\nstep_fixed_ms: 1\n"), 0o644))
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("name: p\ntarget: {kind: sim, profile: profiles/mine.yaml}\n"), 0o644))
+	scs, err := scenario.LoadFile(path)
+	require.NoError(t, err)
+	tgt, err := StartTarget(t.Context(), scs[0].Target, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tgt.Close(context.Background()) })
+	assert.Equal(t, "from-the-profile-file", tgt.ServedModelName)
+}
