@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/pipeline"
@@ -20,7 +21,8 @@ import (
 // SERVEGATE_PAIR. Every outcome, a pair or why there is none, is left in
 // <scenario>.pair.json for the comparison.
 func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
-	rec := pipeline.PairRecord{Version: pipeline.PairRecordVersion, Scenario: sc.Name}
+	began := time.Now()
+	rec := pipeline.PairRecord{Version: pipeline.PairRecordVersion, Scenario: sc.Name, Checked: pipeline.PairCheck()}
 	problem := func(kind, side string, err error) {
 		rec.Problem = &pipeline.PairProblem{Kind: kind, Side: side, Message: err.Error()}
 		writeRecord(b, &rec)
@@ -57,15 +59,24 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	if err := pipeline.CheckIdentity(base, head); err != nil {
 		problem(pipeline.ProblemIdentity, "", err)
 	}
-	log := pipeline.TestLog{TB: b}
-	baseSpec, err := pipeline.BaseTarget(b.Context(), base, log)
-	if err != nil {
-		problem(pipeline.ProblemStart, "base", err)
+	if err := pipeline.Pairable(base); err != nil {
+		problem(pipeline.ProblemScenario, "base", err)
 	}
-	rec.TargetDiff = pipeline.TargetDiff(baseSpec, head.Target, os.Getenv(pipeline.EnvPairedBase), os.Getenv(pipeline.EnvPairedHead))
+	if err := pipeline.Pairable(head); err != nil {
+		problem(pipeline.ProblemScenario, "head", err)
+	}
+	rec.TargetDiff = pipeline.TargetDiff(base.Target, head.Target, os.Getenv(pipeline.EnvPairedBase), os.Getenv(pipeline.EnvPairedHead))
 	plan := pipeline.NewPlan(head)
 	if err := pipeline.ApplyLoadShard(plan); err != nil {
 		problem(pipeline.ProblemScenario, "head", err)
+	}
+	if rec.Checked {
+		writeRecord(b, &rec)
+		b.Skip("paired mode: checked, no target started")
+	}
+	baseSpec, err := pipeline.BaseTarget(b.Context(), base, pipeline.TestLog{TB: b})
+	if err != nil {
+		problem(pipeline.ProblemStart, "base", err)
 	}
 	tb, err := pipeline.Shared.Acquire(context.Background(), owner, baseSpec)
 	if err != nil {
@@ -97,6 +108,8 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	rec.Base.Result = filepath.Base(save(b, ob, "bench-base", baseBenchfmt, b.Name()))
 	rec.Head.Result = filepath.Base(save(b, oh, "bench", benchBenchfmt, b.Name()))
 	rec.Base.Invalid, rec.Head.Invalid = ob.Invalid(), oh.Invalid()
+	rec.Base.Headroom, rec.Head.Headroom = pipeline.Headroom(ob), pipeline.Headroom(oh)
+	rec.Seconds = time.Since(began).Seconds()
 	writeRecord(b, &rec)
 	units := []string{}
 	sums := map[string]float64{}

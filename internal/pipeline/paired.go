@@ -41,7 +41,13 @@ const (
 	EnvPair = "SERVEGATE_PAIR"
 	// EnvPairMode says how a pair runs: PairTogether, the default.
 	EnvPairMode = "SERVEGATE_PAIR_MODE"
+	// EnvPairCheck, set to 1, makes each scenario check that it pairs
+	// and write its record without starting a target.
+	EnvPairCheck = "SERVEGATE_PAIR_CHECK"
 )
+
+// PairCheck reports whether this process only checks its pairs.
+func PairCheck() bool { return os.Getenv(EnvPairCheck) == "1" }
 
 // PairTogether runs base and head at the same time.
 const PairTogether = "together"
@@ -167,10 +173,8 @@ func CheckIdentity(base, head *scenario.Scenario) error {
 // is otherwise head's: the servegate version the test builds with.
 func BaseTarget(ctx context.Context, bsc *scenario.Scenario, log io.Writer) (scenario.Target, error) {
 	spec := bsc.Target
-	switch spec.Kind {
-	case scenario.TargetSim, scenario.TargetContainer:
-	default:
-		return spec, fmt.Errorf("paired mode: scenario %s: a %s target is not built from each side's sources; paired mode runs sim and container targets", bsc.Name, spec.Kind)
+	if err := Pairable(bsc); err != nil {
+		return spec, err
 	}
 	root := os.Getenv(EnvPairedBase)
 	if !isServegate(root) {
@@ -194,6 +198,16 @@ func BaseTarget(ctx context.Context, bsc *scenario.Scenario, log io.Writer) (sce
 
 // servegateModule is servegate's module path.
 const servegateModule = "github.com/servegate/servegate"
+
+// Pairable says why a side's scenario cannot pair: its target is not
+// built from that side's sources.
+func Pairable(sc *scenario.Scenario) error {
+	switch sc.Target.Kind {
+	case scenario.TargetSim, scenario.TargetContainer:
+		return nil
+	}
+	return fmt.Errorf("paired mode: scenario %s: a %s target is not built from each side's sources; paired mode runs sim and container targets", sc.Name, sc.Target.Kind)
+}
 
 // isServegate reports whether root is a checkout of servegate's module.
 func isServegate(root string) bool {

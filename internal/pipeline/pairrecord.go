@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,11 @@ type PairRecord struct {
 	TargetDiff []string `json:"target_diff,omitempty"`
 	// Problem, when set, says why the scenario has no pair.
 	Problem *PairProblem `json:"problem,omitempty"`
+	// Checked says that the record comes from a check (EnvPairCheck):
+	// the pair was set up but no target started.
+	Checked bool `json:"checked,omitempty"`
+	// Seconds is the wall time of the pair, target starts included.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // A PairSide is one side's run of a pair.
@@ -51,6 +57,25 @@ type PairSide struct {
 	// Invalid says why the run is invalid (the load generator fell
 	// behind in every attempt), "" for a valid run.
 	Invalid string `json:"invalid,omitempty"`
+	// Headroom is the largest share of a harness limit the run used:
+	// 0.5 when its tightest health figure was half its limit. Past 1
+	// the run is invalid.
+	Headroom float64 `json:"headroom"`
+}
+
+// Headroom is PairSide.Headroom of an outcome.
+func Headroom(o *Outcome) float64 {
+	h := 0.0
+	for _, v := range o.Health {
+		switch {
+		case !v.Found:
+			// An unmeasured figure fails its limit (Harness.Check).
+			h = math.Max(h, 1)
+		case v.Bound.Value > 0:
+			h = math.Max(h, v.Measured/v.Bound.Value)
+		}
+	}
+	return h
 }
 
 // The kinds of PairProblem.
