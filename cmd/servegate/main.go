@@ -3,6 +3,7 @@
 //	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
 //	servegate sim ...     the vLLM-compatible simulator server (sim calibrate: a twin's profile)
 //	servegate sweep ...   find the highest request rate that meets a scenario's SLOs
+//	servegate compare ... gate a pull request: base and head in pairs, then the verdict
 //	servegate gate ...    compare benchmark results and fail on regressions
 //	servegate report ...  summarise a saved detailed result again
 //	servegate merge ...   merge the detailed results of a sharded run
@@ -33,6 +34,8 @@ commands:
   sim     run the vLLM-compatible simulator server; 'sim calibrate' fits a
           simulator profile (a twin) to runs against a real server
   sweep   find the highest request rate at which a scenario's SLOs hold
+  compare gate a pull request: BASE and HEAD (default: the working tree)
+          run each scenario in pairs until the verdict ends
   gate    compare base and head benchmark results; fail on a regression
   report  summarise a saved detailed result again (console, plots, HTML)
   merge   merge the shards' detailed results of one run (bench --shard)
@@ -65,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runSim(ctx, args[1:], stdout, stderr)
 	case "sweep":
 		return runSweepCmd(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return runCompare(ctx, args[1:], stdout, stderr)
 	case "gate":
 		return runGate(ctx, args[1:], stdout, stderr)
 	case "report":

@@ -58,3 +58,13 @@ func TestGateNeedsBaseAndHead(t *testing.T) {
 	assert.Equal(t, 2, run(context.Background(), []string{"gate"}, &bytes.Buffer{}, &stderr))
 	assert.Contains(t, stderr.String(), "want BASE and HEAD")
 }
+
+// TestCompareIsACommand: servegate compare is dispatched, its usage is
+// the package documentation, and bad input is exit 2.
+func TestCompareIsACommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 0, run(context.Background(), []string{"compare", "-h"}, &stdout, &stderr))
+	assert.Contains(t, stdout.String(), "servegate compare [flags] BASE [HEAD]")
+	assert.Equal(t, 2, run(context.Background(), []string{"compare"}, &bytes.Buffer{}, &stderr))
+	assert.Contains(t, stderr.String(), "want BASE")
+}

@@ -1,0 +1,375 @@
+package compare
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/servegate/servegate/internal/pipeline"
+)
+
+// A Config is one comparison. Its zero value compares the working tree
+// of the current directory's module with BASE, once Base is set.
+type Config struct {
+	// Dir is a directory of the module; "" is the current directory.
+	Dir string
+	// Base is the base commit; Head the head commit, "" for the working
+	// tree.
+	Base, Head string
+	// Packages are the package patterns searched for scenarios; nil is
+	// ./...
+	Packages []string
+	// Run, when set, compares only the scenarios whose names match it.
+	Run string
+	// Out is the output directory; "" is out/compare under Dir.
+	Out string
+	// Policy is the verdict's policy file; "" is the default policy.
+	Policy string
+	// Parallel is the most scenario processes at once; 0 starts with
+	// DefaultParallel and halves it when a run is short of CPU.
+	Parallel int
+	// Prepare, when set, is a shell command run in each side's module
+	// root before anything is built.
+	Prepare string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+	// Judge decides each scenario; nil is the default verdict.
+	Judge Judge
+}
+
+// DefaultParallel is the number of scenario processes an automatic
+// -parallel starts with.
+const DefaultParallel = 2
+
+// maxRounds bounds the rounds whatever the verdict asks: a verdict that
+// has not ended by then cannot judge.
+const maxRounds = 100
+
+// Run runs the comparison and returns its result. An error means no
+// verdict: bad input (an *InputError), a side that did not build or
+// start, an interrupted run. Its exit status is 2.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = io.Discard
+	}
+	dir, err := filepath.Abs(cmp.Or(cfg.Dir, "."))
+	if err != nil {
+		return nil, err
+	}
+	out, err := filepath.Abs(cmp.Or(cfg.Out, filepath.Join(dir, "out", "compare")))
+	if err != nil {
+		return nil, err
+	}
+	if err := resetOut(out); err != nil {
+		return nil, err
+	}
+	res := &Result{Base: Side{Ref: cfg.Base}, Head: Side{Ref: cfg.Head}}
+	err = run(ctx, cfg, dir, out, res, log)
+	if err != nil {
+		// The reports say why there is no verdict, for the job summary
+		// and the pull request comment.
+		res.Err = err.Error()
+	}
+	if werr := res.write(out); werr != nil && err == nil {
+		err = werr
+	}
+	return res, err
+}
+
+// run is Run once the output directory is ready.
+func run(ctx context.Context, cfg Config, dir, out string, res *Result, log io.Writer) error {
+	root, err := moduleRoot(ctx, dir)
+	if err != nil {
+		return err
+	}
+	rp, err := findRepo(ctx, root)
+	if err != nil {
+		return err
+	}
+	if res.Base.Commit, err = rp.commit(ctx, "BASE", cfg.Base); err != nil {
+		return err
+	}
+	if cfg.Head != "" {
+		if res.Head.Commit, err = rp.commit(ctx, "HEAD", cfg.Head); err != nil {
+			return err
+		}
+	} else if res.Head.Commit, err = command(ctx, rp.root, nil, "git", "rev-parse", "HEAD"); err != nil {
+		return fmt.Errorf("the working tree's commit: %w", err)
+	}
+
+	tmp, err := os.MkdirTemp("", "servegate-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	baseTree, removeBase, err := rp.worktree(ctx, tmp, "base", res.Base.Commit)
+	defer removeBase()
+	if err != nil {
+		return err
+	}
+	headRoot := root
+	if cfg.Head != "" {
+		headTree, removeHead, err := rp.worktree(ctx, tmp, "head", res.Head.Commit)
+		defer removeHead()
+		if err != nil {
+			return err
+		}
+		headRoot = filepath.Join(headTree, rp.rel)
+	}
+	baseRoot := filepath.Join(baseTree, rp.rel)
+	fmt.Fprintf(log, "compare: %s\n", res.header())
+
+	if err := versions(ctx, res, headRoot, baseRoot); err != nil {
+		return err
+	}
+	if cfg.Prepare != "" {
+		for _, r := range []string{baseRoot, headRoot} {
+			if err := prepare(ctx, r, cfg.Prepare, log); err != nil {
+				return err
+			}
+		}
+	}
+	pkgs, err := findPackages(ctx, headRoot, cmpOr(cfg.Packages, []string{"./..."}))
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(tmp, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "compare: building the tests of %d package(s) from head\n", len(pkgs))
+	if err := buildTests(ctx, headRoot, bin, pkgs); err != nil {
+		return err
+	}
+	judge := cfg.Judge
+	if judge == nil {
+		if judge, err = newFastJudge(cfg.Policy); err != nil {
+			return err
+		}
+	}
+	src := &binaries{
+		pkgs: pkgs,
+		env: append(os.Environ(),
+			pipeline.EnvPairedBase+"="+baseRoot,
+			pipeline.EnvPairedHead+"="+headRoot,
+			pipeline.EnvPairMode+"="+pipeline.PairTogether),
+		runs:     filepath.Join(out, "runs"),
+		parallel: cmp.Or(cfg.Parallel, DefaultParallel),
+		auto:     cfg.Parallel == 0,
+		log:      log,
+		seconds:  map[Key]float64{},
+	}
+	return compare(ctx, cfg, src, judge, res, out, log)
+}
+
+// check reports a configuration that cannot run.
+func (cfg *Config) check() error {
+	if cfg.Base == "" {
+		return inputErrorf("want BASE, the commit to compare with")
+	}
+	if cfg.Parallel < 0 {
+		return inputErrorf("-parallel %d: want 0 (by the harness's health) or more", cfg.Parallel)
+	}
+	if _, err := regexp.Compile(cfg.Run); err != nil {
+		return inputErrorf("-run: %v", err)
+	}
+	return nil
+}
+
+func orWorkingTree(ref string) string {
+	if ref == "" {
+		return "the working tree"
+	}
+	return ref
+}
+
+func cmpOr(a, b []string) []string {
+	if len(a) > 0 {
+		return a
+	}
+	return b
+}
+
+// versions reads servegate's version on each side and applies the rule
+// of checkVersions.
+func versions(ctx context.Context, res *Result, headRoot, baseRoot string) error {
+	head, ok, err := servegateVersion(ctx, headRoot)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return inputErrorf("%s does not require %s: go get -tool %s/cmd/servegate", filepath.Join(headRoot, "go.mod"), Module, Module)
+	}
+	base, baseOK := Version{}, false
+	if _, err := os.Stat(filepath.Join(baseRoot, "go.mod")); err == nil {
+		if base, baseOK, err = servegateVersion(ctx, baseRoot); err != nil {
+			return err
+		}
+	}
+	tool, _ := running()
+	note, err := checkVersions(tool, head, base, baseOK)
+	if err != nil {
+		return err
+	}
+	res.Base.Servegate, res.Head.Servegate = base, head
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	return nil
+}
+
+// prepare runs the -prepare command in a side's module root.
+func prepare(ctx context.Context, root, command string, log io.Writer) error {
+	fmt.Fprintf(log, "compare: prepare in %s: %s\n", root, command)
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = root
+	tail := &tailWriter{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, tail), io.MultiWriter(log, tail)
+	if err := cmd.Run(); err != nil {
+		return inputErrorf("-prepare in %s: %v:\n%s", root, err, tail.String())
+	}
+	return nil
+}
+
+// resetOut empties the files of an earlier comparison in out.
+func resetOut(out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("-out: %w", err)
+	}
+	for _, f := range []string{"gate.md", "gate.json", "gate.txt", "base.benchfmt", "head.benchfmt"} {
+		if err := os.Remove(filepath.Join(out, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(out, "runs")); err != nil {
+		return err
+	}
+	return os.MkdirAll(filepath.Join(out, "runs"), 0o755)
+}
+
+// compare checks every scenario's pairing, then runs rounds of pairs
+// until every scenario's verdict has ended.
+func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Result, out string, log io.Writer) error {
+	checked, err := src.Check(ctx)
+	if err != nil {
+		return err
+	}
+	filter := regexp.MustCompile(cfg.Run)
+	var open []Key
+	var bad []error
+	for _, r := range checked {
+		if !filter.MatchString(r.Scenario) {
+			continue
+		}
+		s := &ScenarioResult{Key: r.Key, TargetDiff: r.TargetDiff}
+		switch p := r.Problem; {
+		case p == nil:
+			open = append(open, r.Key)
+		case p.Kind == pipeline.ProblemNew || p.Kind == pipeline.ProblemSkipped:
+			s.NotJudged = p.Message
+		default:
+			bad = append(bad, errors.New(p.Message))
+		}
+		res.Scenarios = append(res.Scenarios, s)
+	}
+	if len(bad) > 0 {
+		return &InputError{Err: errors.Join(bad...)}
+	}
+	if len(open) == 0 {
+		return nothingToCompare(checked, cfg.Run)
+	}
+	history := map[Key][]*Record{}
+	for n := 1; len(open) > 0; n++ {
+		recs, err := src.Round(ctx, n, open)
+		if err != nil {
+			return err
+		}
+		if err := addBenchfmt(out, recs); err != nil {
+			return err
+		}
+		var still []Key
+		for _, k := range open {
+			s := res.scenario(k)
+			r := findRecord(recs, k)
+			if p := r.Problem; p != nil {
+				return inputErrorf("pair %d of %s: %s", n, k, p.Message)
+			}
+			s.BaseImage, s.HeadImage = r.Base.Image, r.Head.Image
+			history[k] = append(history[k], r)
+			s.Verdict, err = judgeRound(judge, k, history[k], n)
+			if err != nil {
+				return err
+			}
+			if s.Verdict.State == Continue {
+				still = append(still, k)
+				continue
+			}
+			fmt.Fprintf(log, "compare: %s: %s after %d pair(s): %s\n", k, s.Verdict.State, s.Verdict.Pairs, s.Verdict.Reason)
+		}
+		open = still
+	}
+	return nil
+}
+
+// judgeRound judges a scenario's pairs after round n. A pair with an
+// invalid run ends the verdict: the numbers of a load generator that
+// fell behind say nothing about the server.
+func judgeRound(judge Judge, k Key, pairs []*Record, n int) (Verdict, error) {
+	last := pairs[len(pairs)-1]
+	for _, s := range []struct {
+		side string
+		pipeline.PairSide
+	}{{"base", last.Base}, {"head", last.Head}} {
+		if s.Invalid != "" {
+			return Verdict{State: CannotJudge, Pairs: len(pairs),
+				Reason: fmt.Sprintf("pair %d: %s's run is invalid after its reruns, the load generator fell behind: %s", n, s.side, s.Invalid)}, nil
+		}
+	}
+	v, err := judge.Judge(k.Name, pairs)
+	if err != nil {
+		return v, fmt.Errorf("judge %s: %w", k, err)
+	}
+	if v.State == Continue && n >= maxRounds {
+		v.State = CannotJudge
+		v.Reason = fmt.Sprintf("the verdict did not end after %d pairs: %s", n, v.Reason)
+	}
+	return v, nil
+}
+
+func findRecord(recs []*Record, k Key) *Record {
+	for _, r := range recs {
+		if r.Key == k {
+			return r
+		}
+	}
+	// Source.Round returns a record of every open scenario.
+	panic(fmt.Sprintf("compare: no record of %s", k))
+}
+
+// nothingToCompare says why no scenario can be compared.
+func nothingToCompare(checked []*Record, run string) error {
+	if len(checked) == 0 {
+		return inputErrorf("no scenario to compare: the packages' benchmarks run no servegate scenario (benchtest.BenchDir or Bench)")
+	}
+	if run != "" {
+		return inputErrorf("no scenario to compare: none that pairs matches -run %q", run)
+	}
+	var why []string
+	for _, r := range checked {
+		why = append(why, r.Problem.Message)
+	}
+	slices.Sort(why)
+	return inputErrorf("no scenario to compare:\n%s", strings.Join(why, "\n"))
+}

@@ -1,0 +1,226 @@
+package compare
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/pipeline"
+)
+
+// fakeSource hands out records: check gives every scenario's, and a
+// round a pair of each open scenario, with the problem or invalid run
+// the test set for that round.
+type fakeSource struct {
+	check  []*Record
+	rounds [][]Key
+	// invalid and problem are set on the record of a scenario in a
+	// round, by "round/name".
+	invalid, problem map[string]string
+}
+
+func (f *fakeSource) Check(context.Context) ([]*Record, error) { return f.check, nil }
+
+func (f *fakeSource) Round(_ context.Context, n int, open []Key) ([]*Record, error) {
+	f.rounds = append(f.rounds, open)
+	var recs []*Record
+	for _, k := range open {
+		r := &Record{Key: k, PairRecord: pipeline.PairRecord{Scenario: k.Name, Pair: n,
+			Base: pipeline.PairSide{Result: "b.json", Image: "img:1"}, Head: pipeline.PairSide{Result: "h.json", Image: "img:2"}}}
+		id := strings.Join([]string{string(rune('0' + n)), k.Name}, "/")
+		r.Head.Invalid = f.invalid[id]
+		if p := f.problem[id]; p != "" {
+			r.Problem = &pipeline.PairProblem{Kind: pipeline.ProblemStart, Side: "head", Message: p}
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// fakeJudge decides a scenario after a given number of pairs.
+type fakeJudge map[string]struct {
+	after int
+	state State
+}
+
+func (f fakeJudge) Judge(name string, pairs []*Record) (Verdict, error) {
+	d := f[name]
+	if len(pairs) < d.after {
+		return Verdict{State: Continue, Pairs: len(pairs), Reason: "not yet"}, nil
+	}
+	return Verdict{State: d.state, Pairs: len(pairs), Reason: "decided", Text: "figure line", Markdown: "| figure |\n"}, nil
+}
+
+func checked(names ...string) []*Record {
+	var recs []*Record
+	for _, n := range names {
+		recs = append(recs, &Record{Key: Key{Pkg: ".", Name: n}, PairRecord: pipeline.PairRecord{Scenario: n}})
+	}
+	return recs
+}
+
+// TestRounds: each scenario runs pairs until its verdict ends, and the
+// exit status is the worst verdict's.
+func TestRounds(t *testing.T) {
+	src := &fakeSource{check: checked("fast", "slow", "later")}
+	src.check[2].Problem = &pipeline.PairProblem{Kind: pipeline.ProblemNew, Message: "scenario later is new in head"}
+	judge := fakeJudge{"fast": {3, Pass}, "slow": {5, Regression}}
+	res := &Result{}
+	require.NoError(t, compare(context.Background(), Config{}, src, judge, res, t.TempDir(), &bytes.Buffer{}))
+	require.Len(t, src.rounds, 5)
+	assert.Len(t, src.rounds[2], 2, "both open in round 3")
+	assert.Equal(t, []Key{{".", "slow"}}, src.rounds[3], "fast decided after 3")
+	assert.Equal(t, 1, res.Exit())
+	assert.Equal(t, "scenario later is new in head", res.Scenarios[2].NotJudged)
+	assert.Equal(t, 5, res.Scenarios[1].Verdict.Pairs)
+
+	var text bytes.Buffer
+	require.NoError(t, res.WriteText(&text))
+	assert.Contains(t, text.String(), "== slow: regression after 5 pair(s): decided\ntarget differs: image: img:2 (base: img:1)\nfigure line\n")
+	assert.Contains(t, text.String(), "== later: not judged: scenario later is new in head")
+	assert.True(t, strings.HasSuffix(text.String(), "\nverdict: regression (exit 1)\n"), text.String())
+
+	judge["slow"] = struct {
+		after int
+		state State
+	}{2, Pass}
+	res = &Result{}
+	require.NoError(t, compare(context.Background(), Config{}, &fakeSource{check: checked("fast", "slow")}, judge, res, t.TempDir(), &bytes.Buffer{}))
+	assert.Equal(t, 0, res.Exit())
+}
+
+// TestRoundsFailClosed: a pair left invalid by its reruns cannot be
+// judged, a side that did not start ends the comparison, and so does a
+// scenario whose workload differs.
+func TestRoundsFailClosed(t *testing.T) {
+	judge := fakeJudge{"a": {3, Pass}, "b": {3, Pass}}
+	src := &fakeSource{check: checked("a", "b"), invalid: map[string]string{"2/a": "p99_lateness_ms = 80, want <= 50"}}
+	res := &Result{}
+	require.NoError(t, compare(context.Background(), Config{}, src, judge, res, t.TempDir(), &bytes.Buffer{}))
+	assert.Equal(t, CannotJudge, res.Scenarios[0].Verdict.State)
+	assert.Equal(t, "pair 2: head's run is invalid after its reruns, the load generator fell behind: p99_lateness_ms = 80, want <= 50", res.Scenarios[0].Verdict.Reason)
+	assert.Equal(t, 2, res.Exit())
+
+	src = &fakeSource{check: checked("a", "b"), problem: map[string]string{"2/b": "start head's container target of scenario b: build failed\ncontainer log:\nno such file"}}
+	err := compare(context.Background(), Config{}, src, judge, &Result{}, t.TempDir(), &bytes.Buffer{})
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	assert.EqualError(t, err, "pair 2 of b: start head's container target of scenario b: build failed\ncontainer log:\nno such file")
+
+	src = &fakeSource{check: checked("a", "b")}
+	src.check[1].Problem = &pipeline.PairProblem{Kind: pipeline.ProblemIdentity, Message: "scenario b: its load differ between base (a.yaml:1) and head (a.yaml:1)"}
+	err = compare(context.Background(), Config{}, src, judge, &Result{}, t.TempDir(), &bytes.Buffer{})
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, err.Error(), "its load differ")
+	assert.Empty(t, src.rounds, "no pair runs")
+
+	src = &fakeSource{check: checked("a")}
+	src.check[0].Problem = &pipeline.PairProblem{Kind: pipeline.ProblemNew, Message: "scenario a is new in head"}
+	err = compare(context.Background(), Config{}, src, judge, &Result{}, t.TempDir(), &bytes.Buffer{})
+	assert.EqualError(t, err, "no scenario to compare:\nscenario a is new in head")
+
+	err = compare(context.Background(), Config{Run: "^x"}, &fakeSource{check: checked("a")}, judge, &Result{}, t.TempDir(), &bytes.Buffer{})
+	assert.EqualError(t, err, `no scenario to compare: none that pairs matches -run "^x"`)
+}
+
+// TestSplit spreads a package's scenarios over the processes, the
+// longest first, so that the processes end together.
+func TestSplit(t *testing.T) {
+	s := &binaries{pkgs: []*testPkg{{Rel: "."}, {Rel: "b"}}, parallel: 3, seconds: map[Key]float64{
+		{".", "x"}: 65, {".", "y"}: 30, {".", "z"}: 30, {".", "w"}: 5,
+	}}
+	jobs := s.split([]Key{{".", "w"}, {".", "x"}, {".", "y"}, {".", "z"}, {"b", "q"}})
+	require.Len(t, jobs, 3)
+	assert.Equal(t, []string{"x"}, jobs[0].names)
+	assert.Equal(t, []string{"y", "z", "w"}, jobs[1].names)
+	assert.Equal(t, "b", jobs[2].pkg.Rel)
+
+	s.parallel = 1
+	jobs = s.split([]Key{{".", "x"}, {".", "y"}, {"b", "q"}})
+	assert.Len(t, jobs, 2, "a process per package at least")
+	assert.Equal(t, "/^scenario=(x|y)$", benchPattern(jobs[0].names))
+	assert.Equal(t, "/^scenario=", benchPattern(nil))
+	assert.Equal(t, `/^scenario=(a\.b)$`, benchPattern([]string{"a.b"}))
+}
+
+// TestCheckVersions: the servegate that runs compare must be head's;
+// base's may differ, and the report says that head's judges.
+func TestCheckVersions(t *testing.T) {
+	v1, v2 := Version{Version: "v1.0.0"}, Version{Version: "v1.1.0"}
+	note, err := checkVersions(v1, v1, v1, true)
+	require.NoError(t, err)
+	assert.Empty(t, note)
+	note, err = checkVersions(v2, v2, v1, true)
+	require.NoError(t, err)
+	assert.Equal(t, "servegate's version differs: base's go.mod names v1.0.0, head's v1.1.0; head's version measures and judges both sides", note)
+	_, err = checkVersions(v1, v2, v2, true)
+	assert.EqualError(t, err, "this servegate is v1.0.0 but head's go.mod requires v1.1.0: run `go tool servegate compare` from head's module, which builds the version its go.mod names")
+	repl := Version{Version: "v0.0.0", Replace: "../.."}
+	_, err = checkVersions(Version{Version: "v0.0.0"}, repl, repl, true)
+	require.Error(t, err, "a replacement is part of the version")
+	_, err = checkVersions(Version{Self: true}, v1, v1, true)
+	require.NoError(t, err, "servegate's own build runs anything")
+	note, err = checkVersions(v1, v1, Version{}, false)
+	require.NoError(t, err)
+	assert.Equal(t, "base's go.mod does not require servegate", note)
+}
+
+// scratchRepo makes a git repository with a module in dir and one
+// commit, and returns dir.
+func scratchRepo(t *testing.T, gomod string, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files["go.mod"] = gomod
+	for name, text := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-qm", "base"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	return dir
+}
+
+// TestBadInput: each is an *InputError with one message, and compare
+// still writes its reports, which say why there is no verdict.
+func TestBadInput(t *testing.T) {
+	checkout, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	requires := "module example.com/user\n\ngo 1.26\n\nrequire " + Module + " v0.0.0\n\nreplace " + Module + " => " + checkout + "\n"
+	plain := map[string]string{"lib/lib.go": "package lib\n", "lib/lib_test.go": "package lib\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n"}
+	for name, c := range map[string]struct {
+		dir  string
+		base string
+		want string
+	}{
+		"not a module":      {t.TempDir(), "main", "is not in a Go module: run servegate compare from the root of a module that requires " + Module},
+		"not a commit":      {scratchRepo(t, requires, map[string]string{}), "no-such-ref", "BASE no-such-ref is not a commit of "},
+		"an option":         {scratchRepo(t, requires, map[string]string{}), "--output=x", `BASE "--output=x" is not a commit`},
+		"no servegate":      {scratchRepo(t, "module example.com/user\n\ngo 1.26\n", map[string]string{}), "main", "does not require " + Module},
+		"no scenario tests": {scratchRepo(t, requires, plain), "main", "no package of ./... runs servegate scenarios: none has a test that imports " + benchtestPkg},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			res, err := Run(context.Background(), Config{Dir: c.dir, Base: c.base, Out: out})
+			var ie *InputError
+			require.ErrorAs(t, err, &ie)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Equal(t, 2, res.Exit())
+			md, rerr := os.ReadFile(filepath.Join(out, "gate.md"))
+			require.NoError(t, rerr)
+			assert.Contains(t, string(md), "## ⚠️ servegate: cannot judge (exit 2)")
+			assert.Contains(t, string(md), c.want)
+		})
+	}
+}

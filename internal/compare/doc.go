@@ -1,0 +1,86 @@
+// Package compare is servegate compare: it gates a pull request on the
+// latency and goodput of the servegate scenarios in a Go module.
+//
+// Usage:
+//
+//	servegate compare [flags] BASE [HEAD]
+//
+// Run it from the root of a Go module that requires servegate, as a tool
+// of that module, so that the servegate version its go.mod names runs it:
+//
+//	go get -tool github.com/servegate/servegate/cmd/servegate
+//	go tool servegate compare origin/main
+//
+// Do not use go run: it turns every exit status but 0 into 1.
+//
+// BASE is a commit: a branch, a tag or a hash. HEAD is another commit, or
+// by default the working tree with its uncommitted changes. BASE is
+// checked out in a temporary git worktree, and so is HEAD when given.
+//
+// Compare finds the packages whose tests import servegate's benchtest
+// and builds each one's test binary from HEAD. Then it runs pairs. In a
+// pair, a scenario of BenchDir or Bench runs on base's target and on
+// head's at the same time, with one schedule of requests. After each
+// round of pairs the verdict judges every scenario again. A scenario
+// runs pairs until its verdict ends.
+//
+// Each side runs its own target. A container target is built from that
+// side's build context; a sim target serves that side's profile file.
+// A scenario pairs when its workload is the same on both sides: dataset,
+// load and SLOs. Its target may differ, and the report says how.
+//
+// The simulator, a sim target or a container target's backends, is
+// built from the servegate version that HEAD's go.mod names, for both
+// sides. When BASE's go.mod names another version, HEAD's version
+// measures and judges both sides, and the report says so. The servegate
+// running compare must be HEAD's version; `go tool servegate` is.
+//
+// The exit status is the verdict's:
+//
+//	0  no regression
+//	1  a regression in at least one scenario
+//	2  no verdict: bad input, a side that did not build or start, an
+//	   invalid run, or a scenario the verdict could not judge
+//
+// The flags are:
+//
+//	-packages PATTERNS
+//		the packages to search for scenarios, space-separated (default ./...)
+//	-run REGEXP
+//		compare only the scenarios whose names match
+//	-out DIR
+//		where the results go (default out/compare)
+//	-policy FILE
+//		the verdict's policy (default: the built-in policy)
+//	-parallel N
+//		scenario processes to run at once, each with its own targets;
+//		0 starts with 2 and halves it when a run shows the load
+//		generator short of CPU (default 0)
+//	-prepare COMMAND
+//		a shell command run in each side's module root before anything
+//		is built, such as one that builds a binary into a build context
+//
+// Under -out compare writes:
+//
+//	gate.md           the verdict in Markdown: job summary, pull request comment
+//	gate.json         the verdict as JSON
+//	gate.txt          the verdict as text, as printed
+//	base.benchfmt     base's runs in benchstat's format, labelled by pair
+//	head.benchfmt     head's runs likewise
+//	runs/pair-N/      each round's result JSON, pair records and test logs
+//
+// Each bad input is one message on standard error and exit status 2.
+// BASE that is not a commit, a directory outside a Go module, no package
+// that runs scenarios, a scenario whose workload differs between the
+// sides, a side whose target does not build or start (with the end of
+// its log): each is one of these. Some that need no repository:
+//
+//	$ servegate compare
+//	compare: want BASE and at most one HEAD, got 0 arguments (servegate compare -h: the usage)
+//	$ servegate compare -parallel -1 main
+//	compare: -parallel -1: want 0 (by the harness's health) or more
+//	$ servegate compare -run ( main
+//	compare: -run: error parsing regexp: missing closing ): `(`
+//	$ servegate compare -no-such-flag main
+//	compare: flag provided but not defined: -no-such-flag (servegate compare -h: the flags)
+package compare

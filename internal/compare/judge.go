@@ -1,0 +1,108 @@
+package compare
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"github.com/servegate/servegate/internal/gate"
+)
+
+// A State is where a scenario's verdict stands.
+type State int
+
+const (
+	// Continue asks for another pair.
+	Continue State = iota
+	// Pass: no regression (exit 0).
+	Pass
+	// Regression: a regression (exit 1).
+	Regression
+	// CannotJudge: no verdict can be reached (exit 2).
+	CannotJudge
+)
+
+// String names the state as the reports write it.
+func (s State) String() string {
+	return [...]string{"not decided", "no regression", "regression", "cannot judge"}[s]
+}
+
+// A Verdict is a scenario's verdict after its pairs so far.
+type Verdict struct {
+	State State
+	// Pairs is the number of pairs judged.
+	Pairs int
+	// Reason says in one line why the verdict stands where it does.
+	Reason string
+	// Text is the verdict's detail, a line per gated figure; Markdown
+	// the same as a fragment for the job summary.
+	Text, Markdown string
+}
+
+// A Judge decides one scenario from all its pairs so far, in the order
+// they ran. An error is a pair it cannot read: exit 2.
+type Judge interface {
+	Judge(name string, pairs []*Record) (Verdict, error)
+}
+
+// fastJudge is internal/gate's fast paired verdict: p99 TTFT and
+// goodput by a sequential test, fail-ratio by a sign test.
+type fastJudge struct {
+	policy *gate.Policy
+}
+
+// newFastJudge loads the policy file ("" for the default policy).
+func newFastJudge(policy string) (*fastJudge, error) {
+	if policy == "" {
+		return &fastJudge{policy: gate.DefaultPolicy()}, nil
+	}
+	p, err := gate.LoadPolicy(policy)
+	if err != nil {
+		return nil, inputErrorf("-policy: %v", err)
+	}
+	return &fastJudge{policy: p}, nil
+}
+
+func (f *fastJudge) Judge(name string, pairs []*Record) (Verdict, error) {
+	// The bootstrap's generator is seeded constantly: the same pairs
+	// give the same verdict.
+	j, err := gate.NewFastJudge(gate.DefaultSequential(), f.policy, 0, 0, rand.New(rand.NewPCG(1, 27)))
+	if err != nil {
+		return Verdict{}, err
+	}
+	var lines []string
+	for i, r := range pairs {
+		base, err := os.ReadFile(r.BasePath())
+		if err != nil {
+			return Verdict{}, err
+		}
+		head, err := os.ReadFile(r.HeadPath())
+		if err != nil {
+			return Verdict{}, err
+		}
+		run, err := gate.PairRunFromResults(fmt.Sprintf("%s, pair %d", name, i+1), base, head)
+		if err != nil {
+			return Verdict{}, err
+		}
+		line, err := j.Add(run)
+		if err != nil {
+			return Verdict{}, fmt.Errorf("%s, pair %d: %w", name, i+1, err)
+		}
+		lines = append(lines, line)
+		if j.Done() {
+			break
+		}
+	}
+	v := Verdict{Pairs: j.Pairs, Reason: j.Why, Markdown: j.Markdown()}
+	v.Text = strings.Join(append(lines, j.FigureLines()...), "\n")
+	switch j.Decision {
+	case gate.NoRegression:
+		v.State = Pass
+	case gate.Regression:
+		v.State = Regression
+	case gate.Undecided:
+		v.State = CannotJudge
+	}
+	return v, nil
+}

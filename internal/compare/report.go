@@ -1,0 +1,282 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A Result is a comparison's outcome.
+type Result struct {
+	Base, Head Side
+	// Scenarios are the scenarios found, in the order they were.
+	Scenarios []*ScenarioResult
+	// Notes are remarks for every reader, such as servegate's version
+	// changing between the sides.
+	Notes []string
+	// Err says why there is no verdict, "" when there is one.
+	Err string
+}
+
+// A Side is base or head.
+type Side struct {
+	// Ref is the reference given ("" for the working tree); Commit its
+	// commit, the working tree's HEAD for the working tree.
+	Ref    string `json:"ref"`
+	Commit string `json:"commit"`
+	// Servegate is the servegate version the side's go.mod names.
+	Servegate Version `json:"servegate"`
+}
+
+// A ScenarioResult is one scenario's verdict.
+type ScenarioResult struct {
+	Key Key
+	// Verdict is the verdict; its State is Continue for a scenario not
+	// judged.
+	Verdict Verdict
+	// NotJudged says why the scenario has no verdict: new in head, or a
+	// scenario that does not pair.
+	NotJudged string
+	// TargetDiff lists how base's target differs from head's; BaseImage
+	// and HeadImage are the images each side ran.
+	TargetDiff           []string
+	BaseImage, HeadImage string
+}
+
+// Exit is the comparison's exit status: 1 when any scenario regressed,
+// else 2 when any could not be judged or none was, else 0.
+func (r *Result) Exit() int {
+	if r.Err != "" {
+		return 2
+	}
+	code, judged := 0, 0
+	for _, s := range r.Scenarios {
+		switch {
+		case s.NotJudged != "":
+			continue
+		case s.Verdict.State == Regression:
+			return 1
+		case s.Verdict.State != Pass:
+			code = 2
+		}
+		judged++
+	}
+	if judged == 0 {
+		return 2
+	}
+	return code
+}
+
+// verdictWord says the exit status in words.
+func verdictWord(exit int) string {
+	return [...]string{"no regression", "regression", "cannot judge"}[exit]
+}
+
+func (r *Result) scenario(k Key) *ScenarioResult {
+	for _, s := range r.Scenarios {
+		if s.Key == k {
+			return s
+		}
+	}
+	s := &ScenarioResult{Key: k}
+	r.Scenarios = append(r.Scenarios, s)
+	return s
+}
+
+// targetLines are the lines that say how the sides' targets differ.
+func (s *ScenarioResult) targetLines() []string {
+	lines := append([]string(nil), s.TargetDiff...)
+	if s.BaseImage != s.HeadImage {
+		lines = append(lines, fmt.Sprintf("image: %s (base: %s)", s.HeadImage, s.BaseImage))
+	}
+	return lines
+}
+
+// short is a commit hash's first 12 digits.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// header says what was compared with what.
+func (r *Result) header() string {
+	return fmt.Sprintf("base %s (%s), head %s (%s)", short(r.Base.Commit), r.Base.Ref, short(r.Head.Commit), orWorkingTree(r.Head.Ref))
+}
+
+// WriteText writes the verdict as text: a block per scenario, then the
+// verdict.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "servegate compare: %s\n", r.header())
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	for _, s := range r.Scenarios {
+		if s.NotJudged != "" {
+			fmt.Fprintf(&b, "\n== %s: not judged: %s\n", s.Key, s.NotJudged)
+			continue
+		}
+		v := s.Verdict
+		fmt.Fprintf(&b, "\n== %s: %s after %d pair(s): %s\n", s.Key, v.State, v.Pairs, v.Reason)
+		for _, l := range s.targetLines() {
+			fmt.Fprintf(&b, "target differs: %s\n", l)
+		}
+		if v.Text != "" {
+			b.WriteString(strings.TrimRight(v.Text, "\n") + "\n")
+		}
+	}
+	exit := r.Exit()
+	if r.Err != "" {
+		fmt.Fprintf(&b, "\nno verdict: %s\n", r.Err)
+	}
+	fmt.Fprintf(&b, "\nverdict: %s (exit %d)\n", verdictWord(exit), exit)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown writes the verdict as Markdown for the job summary and
+// the pull request comment.
+func (r *Result) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	exit := r.Exit()
+	icon := [...]string{"✅", "❌", "⚠️"}[exit]
+	fmt.Fprintf(&b, "## %s servegate: %s (exit %d)\n\n", icon, verdictWord(exit), exit)
+	fmt.Fprintf(&b, "Base `%s` (%s) against head `%s` (%s): base and head run at the same time, pair after pair, until each scenario's verdict ends.\n\n",
+		short(r.Base.Commit), mdEscape(r.Base.Ref), short(r.Head.Commit), mdEscape(orWorkingTree(r.Head.Ref)))
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "> %s\n\n", mdEscape(n))
+	}
+	if r.Err != "" {
+		fmt.Fprintf(&b, "**No verdict:**\n\n~~~\n%s\n~~~\n\n", strings.ReplaceAll(r.Err, "~~~", "~ ~ ~"))
+	}
+	b.WriteString("| scenario | verdict | pairs | why |\n| --- | --- | --- | --- |\n")
+	for _, s := range r.Scenarios {
+		if s.NotJudged != "" {
+			fmt.Fprintf(&b, "| `%s` | not judged | 0 | %s |\n", s.Key, mdEscape(s.NotJudged))
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %d | %s |\n", s.Key, s.Verdict.State, s.Verdict.Pairs, mdEscape(s.Verdict.Reason))
+	}
+	for _, s := range r.Scenarios {
+		if s.NotJudged != "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### `%s`\n\n", s.Key)
+		if lines := s.targetLines(); len(lines) > 0 {
+			b.WriteString("The target differs:\n\n")
+			for _, l := range lines {
+				fmt.Fprintf(&b, "- `%s`\n", strings.ReplaceAll(l, "`", "'"))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(strings.TrimRight(s.Verdict.Markdown, "\n") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdEscape keeps a table cell one cell.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// jsonReport is gate.json's shape.
+type jsonReport struct {
+	Exit      int            `json:"exit"`
+	Verdict   string         `json:"verdict"`
+	Base      Side           `json:"base"`
+	Head      Side           `json:"head"`
+	Notes     []string       `json:"notes,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Scenarios []jsonScenario `json:"scenarios"`
+}
+
+type jsonScenario struct {
+	Name       string   `json:"name"`
+	Package    string   `json:"package"`
+	Verdict    string   `json:"verdict"`
+	Pairs      int      `json:"pairs"`
+	Reason     string   `json:"reason"`
+	TargetDiff []string `json:"target_diff,omitempty"`
+	BaseImage  string   `json:"base_image,omitempty"`
+	HeadImage  string   `json:"head_image,omitempty"`
+}
+
+// WriteJSON writes the verdict as JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	exit := r.Exit()
+	rep := jsonReport{Exit: exit, Verdict: verdictWord(exit), Base: r.Base, Head: r.Head, Notes: r.Notes, Error: r.Err, Scenarios: []jsonScenario{}}
+	for _, s := range r.Scenarios {
+		js := jsonScenario{Name: s.Key.Name, Package: filepath.ToSlash(s.Key.Pkg), Verdict: s.Verdict.State.String(), Pairs: s.Verdict.Pairs,
+			Reason: s.Verdict.Reason, TargetDiff: s.TargetDiff, BaseImage: s.BaseImage, HeadImage: s.HeadImage}
+		if s.NotJudged != "" {
+			js.Verdict, js.Reason = "not judged", s.NotJudged
+		}
+		rep.Scenarios = append(rep.Scenarios, js)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// write writes gate.txt, gate.md and gate.json under out.
+func (r *Result) write(out string) error {
+	for name, fn := range map[string]func(io.Writer) error{"gate.txt": r.WriteText, "gate.md": r.WriteMarkdown, "gate.json": r.WriteJSON} {
+		f, err := os.Create(filepath.Join(out, name))
+		if err != nil {
+			return err
+		}
+		err = fn(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// addBenchfmt appends each process's benchfmt files of a round to
+// base.benchfmt and head.benchfmt under out.
+func addBenchfmt(out string, recs []*Record) error {
+	seen := map[string]bool{}
+	for _, rec := range recs {
+		if seen[rec.Dir] {
+			continue
+		}
+		seen[rec.Dir] = true
+		for src, dst := range map[string]string{"bench-base.benchfmt": "base.benchfmt", "bench.benchfmt": "head.benchfmt"} {
+			data, err := os.ReadFile(filepath.Join(rec.Dir, src))
+			if os.IsNotExist(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			// A benchfmt key holds until a later line changes it: clear
+			// the run markers before each process's lines.
+			if err := appendFile(filepath.Join(out, dst), append([]byte("interrupted:\ninvalid:\n"), data...)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func appendFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
