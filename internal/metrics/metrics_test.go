@@ -135,13 +135,18 @@ func TestSummarizeEmptyAndPooling(t *testing.T) {
 }
 
 func TestPercentileMatchesNumpyByHand(t *testing.T) {
-	xs := []float64{1, 2, 3, 4}
+	st := newStats([]float64{4, 2, 3, 1})
 	for _, c := range []struct{ p, want float64 }{
 		{0, 1}, {25, 1.75}, {50, 2.5}, {75, 3.25}, {99, 3.97}, {100, 4},
 	} {
-		if got := percentile(xs, c.p); !close(got, c.want, 1e-15) {
-			t.Errorf("percentile(%v) = %v, want %v", c.p, got, c.want)
+		if got := st.Percentile(c.p) / 1000; !close(got, c.want, 1e-15) {
+			t.Errorf("Percentile(%v) = %v, want %v", c.p, got, c.want)
 		}
+	}
+	// vLLM's np.percentile(x or 0, p): no samples report 0.
+	empty := newStats(nil)
+	if empty.Percentile(99) != 0 || empty.Median != 0 {
+		t.Errorf("empty: p99 %v, median %v, want 0 and 0", empty.Percentile(99), empty.Median)
 	}
 }
 

@@ -4,13 +4,15 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // The functions in this file reproduce numpy's float64 reductions bit for
 // bit where that is cheap: sums use numpy's pairwise summation (blocks of
 // 128 with eight accumulators), the standard deviation is the population
-// one computed in two passes like np.std, and percentiles use numpy's
-// default "linear" method including its two-sided interpolation formula.
+// one computed in two passes like np.std, and percentiles and medians
+// come from internal/stats, which matches numpy's in the last bit.
 
 // pairwiseBlock is numpy's PW_BLOCKSIZE.
 const pairwiseBlock = 128
@@ -104,44 +106,6 @@ func pairwiseSqDev(xs []float64, m float64) float64 {
 	}
 }
 
-// median is np.median of an ascending slice (0 when empty).
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	switch {
-	case n == 0:
-		return 0
-	case n%2 == 1:
-		return sorted[n/2]
-	default:
-		return (sorted[n/2-1] + sorted[n/2]) / 2
-	}
-}
-
-// percentile is np.percentile(xs, p) with the default linear method for an
-// ascending slice (0 when empty). p is in [0, 100].
-func percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	q := p / 100
-	vi := float64(n-1) * q
-	if vi >= float64(n-1) {
-		return sorted[n-1]
-	}
-	if vi < 0 {
-		return sorted[0]
-	}
-	lo := math.Floor(vi)
-	g := vi - lo
-	a, b := sorted[int(lo)], sorted[int(lo)+1]
-	d := b - a
-	if g >= 0.5 {
-		return b - d*(1-g)
-	}
-	return a + d*g
-}
-
 // A Stats holds the summary statistics of one latency metric in
 // milliseconds, as vLLM reports them, and keeps the sorted samples (in
 // seconds) so that any percentile can be asked for later.
@@ -184,11 +148,20 @@ func newDurationStats(ds []time.Duration) Stats {
 func statsOf(xs, sorted []float64) Stats {
 	return Stats{
 		Mean:   mean(xs) * 1000,
-		Median: median(sorted) * 1000,
+		Median: medianMS(sorted),
 		Std:    std(xs) * 1000,
 		Count:  len(xs),
 		sorted: sorted,
 	}
+}
+
+// medianMS is np.median of ascending seconds, in milliseconds. An empty
+// sample reports 0, as vLLM's np.median(x or 0) does.
+func medianMS(sorted []float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return stats.MedianSorted(sorted) * 1000
 }
 
 // radixSort sorts keys ascending: LSD on bytes, skipping the byte
@@ -237,5 +210,8 @@ func radixSort(keys []uint64) {
 // Percentile returns the p-th percentile (0 ≤ p ≤ 100) in milliseconds,
 // computed like np.percentile(samples, p) * 1000.
 func (s Stats) Percentile(p float64) float64 {
-	return percentile(s.sorted, p) * 1000
+	if len(s.sorted) == 0 {
+		return 0 // vLLM's np.percentile(x or 0, p)
+	}
+	return stats.QuantileSorted(s.sorted, p/100) * 1000
 }
