@@ -13,6 +13,7 @@ import (
 	"github.com/servegate/servegate/internal/capacity"
 	"github.com/servegate/servegate/internal/metrics"
 	"github.com/servegate/servegate/internal/redact"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 //go:embed htmlreport/report.html.tmpl htmlreport/report.css
@@ -229,13 +230,13 @@ func scheduleLag(records []metrics.Record) (htmlFigure, []ReportSetting) {
 	for _, v := range sorted {
 		sum += v
 	}
-	stats := []ReportSetting{
+	rows := []ReportSetting{
 		{"mean", fmt.Sprintf("%.2f ms", sum/float64(len(sorted)))},
-		{"median", fmt.Sprintf("%.2f ms", percentileOf(sorted, 50))},
-		{"P99", fmt.Sprintf("%.2f ms", percentileOf(sorted, 99))},
+		{"median", fmt.Sprintf("%.2f ms", stats.MedianSorted(sorted))},
+		{"P99", fmt.Sprintf("%.2f ms", stats.QuantileSorted(sorted, 0.99))},
 		{"max", fmt.Sprintf("%.2f ms", sorted[len(sorted)-1])},
 	}
-	return fig, stats
+	return fig, rows
 }
 
 // failuresByKind counts failed requests by kind, most frequent first, with

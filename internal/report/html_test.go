@@ -157,13 +157,6 @@ func TestNiceTicks(t *testing.T) {
 	assert.Equal(t, []float64{3}, niceTicks(3, 3, 5))
 }
 
-func TestPercentileOf(t *testing.T) {
-	s := []float64{1, 2, 3, 4}
-	assert.Equal(t, 2.5, percentileOf(s, 50))
-	assert.InDelta(t, 3.97, percentileOf(s, 99), 1e-12)
-	assert.Equal(t, 4.0, percentileOf(s, 100))
-}
-
 // BenchmarkWriteHTMLReport renders the report of a 10,000-request run and
 // reports the page size.
 func BenchmarkWriteHTMLReport(b *testing.B) {

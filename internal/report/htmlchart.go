@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // This file draws the HTML report's charts as inline SVG, so the report
@@ -81,7 +82,7 @@ func histogramSVG(title string, values []float64, xLabel string, marks []percent
 	sort.Float64s(sorted)
 	lo, hi := sorted[0], sorted[len(sorted)-1]
 	clipped := false
-	if p := percentileOf(sorted, 99); hi > 1.5*p && p > lo {
+	if p := stats.QuantileSorted(sorted, 0.99); hi > 1.5*p && p > lo {
 		hi, clipped = p*1.25, true // a long tail would squash the body; the last bin holds it
 	}
 	if hi == lo {
@@ -121,7 +122,7 @@ func histogramSVG(title string, values []float64, xLabel string, marks []percent
 			c.w-c.right, c.h-6, formatTick(sorted[len(sorted)-1]))
 	}
 	for _, m := range marks {
-		v := percentileOf(sorted, m.P)
+		v := stats.QuantileSorted(sorted, m.P/100)
 		if v > hi {
 			v = hi
 		}
@@ -232,19 +233,6 @@ func niceTicks(lo, hi float64, n int) []float64 {
 		ticks = append(ticks, math.Round(t/step)*step)
 	}
 	return ticks
-}
-
-// percentileOf is numpy's linear-interpolation percentile of sorted values.
-func percentileOf(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := p / 100 * float64(len(sorted)-1)
-	i := int(math.Floor(pos))
-	if i >= len(sorted)-1 {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[i] + (pos-float64(i))*(sorted[i+1]-sorted[i])
 }
 
 // turnsSVG draws the TTFT by turn position of a session run: for each
