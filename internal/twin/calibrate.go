@@ -13,6 +13,7 @@ import (
 
 	"github.com/servegate/servegate/internal/metrics"
 	"github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // metricsRecord is a measured request.
@@ -430,7 +431,7 @@ func goal(runs []RunResidual) ([]float64, bool) {
 	med := make([]float64, len(errs))
 	met := true
 	for j, e := range errs {
-		med[j] = percentile(e, 50)
+		med[j] = orZero(stats.Median(e))
 		met = met && med[j] <= Goal
 	}
 	return med, met

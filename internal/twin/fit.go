@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // This file fits the simulator's step cost model to measured runs: each
@@ -127,23 +128,20 @@ func figures(times [][]float64) Figures {
 			itl = append(itl, t[k]-t[k-1])
 		}
 	}
-	return Figures{MedianTTFT: 1000 * percentile(ttft, 50), P90TTFT: 1000 * percentile(ttft, 90), MedianITL: 1000 * percentile(itl, 50)}
+	return Figures{
+		MedianTTFT: 1000 * orZero(stats.Median(ttft)),
+		P90TTFT:    1000 * orZero(stats.Quantile(ttft, 0.9)),
+		MedianITL:  1000 * orZero(stats.Median(itl)),
+	}
 }
 
-// percentile is numpy's linear percentile of v (unsorted; q in 0–100);
-// 0 for none.
-func percentile(v []float64, q float64) float64 {
-	if len(v) == 0 {
+// orZero is x, or 0 for the NaN of no samples: a figure of nothing is 0,
+// as vLLM's summary reports it.
+func orZero(x float64) float64 {
+	if math.IsNaN(x) {
 		return 0
 	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	pos := q / 100 * float64(len(s)-1)
-	i := int(pos)
-	if i >= len(s)-1 {
-		return s[len(s)-1]
-	}
-	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+	return x
 }
 
 // huber is the Huber loss of a residual, quadratic within delta.
@@ -362,7 +360,7 @@ func (f *fitter) start() []float64 {
 			for _, q := range r.reqs {
 				lens = append(lens, float64(len(q.Prompt)))
 			}
-			prompt = math.Max(1, percentile(lens, 50))
+			prompt = math.Max(1, orZero(stats.Median(lens)))
 		}
 	}
 	if math.IsInf(itl, 1) {
@@ -661,10 +659,10 @@ func robustSD(v []float64) float64 {
 	if len(v) < 2 {
 		return 0
 	}
-	med := percentile(v, 50)
+	med := stats.Median(v)
 	dev := make([]float64, len(v))
 	for i, x := range v {
 		dev[i] = math.Abs(x - med)
 	}
-	return 1.4826 * percentile(dev, 50)
+	return 1.4826 * stats.Median(dev)
 }

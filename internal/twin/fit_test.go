@@ -149,13 +149,6 @@ func TestNum(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	v := []float64{5, 1, 4, 2, 3}
-	assert.InDelta(t, 3.0, percentile(v, 50), 1e-12)
-	assert.InDelta(t, 4.6, percentile(v, 90), 1e-12)
-	assert.Equal(t, 0.0, percentile(nil, 50))
-}
-
 // TestEigenSym: the curvature analysis's eigen-decomposition.
 func TestEigenSym(t *testing.T) {
 	vals, vecs := eigenSym([][]float64{{2, 1, 0}, {1, 2, 0}, {0, 0, 5}})
