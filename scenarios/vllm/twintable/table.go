@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // Figures are the per-scenario figures the twin predicts (issue #30): the
@@ -149,7 +151,7 @@ func medianOf(files []string, read func(m map[string]any, path string) (float64,
 		}
 		vs = append(vs, v)
 	}
-	return median(vs), nil
+	return stats.Median(vs), nil
 }
 
 // Compare reads the measured results in each directory of measured
@@ -197,7 +199,7 @@ func compare(measured []string, pred func(name string) ([]string, error), scenar
 		}
 	}
 	for f, a := range abs {
-		v.MedianAbsErr[f] = median(a)
+		v.MedianAbsErr[f] = stats.Median(a)
 	}
 	if capacity != "" {
 		pf, err := pred(capacity)
@@ -371,21 +373,7 @@ func (r *Repeatability) Median(f string) float64 {
 	for _, v := range r.Verdicts {
 		per = append(per, v.absErr(f))
 	}
-	return median(per)
-}
-
-// median of a (sorted copy), linear between the middle two.
-func median(a []float64) float64 {
-	s := append([]float64(nil), a...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Median(per)
 }
 
 // Write prints the verdict as Markdown: the table figure × scenario, the
