@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/stats"
 	"github.com/servegate/servegate/internal/store"
 )
 
@@ -111,7 +111,7 @@ func BMF(p Point) map[string]map[string]Metric {
 			if out[bench] == nil {
 				out[bench] = map[string]Metric{}
 			}
-			out[bench][unit] = Metric{Value: gate.Median(vs), LowerValue: slices.Min(vs), UpperValue: slices.Max(vs)}
+			out[bench][unit] = Metric{Value: stats.Median(vs), LowerValue: slices.Min(vs), UpperValue: slices.Max(vs)}
 		}
 	}
 	return out
@@ -194,7 +194,7 @@ func WriteCSV(w io.Writer, pts []Point, benchmark string) ([]string, []string, e
 			if why != "" {
 				break
 			}
-			row = append(row, strconv.FormatFloat(gate.Median(vs), 'g', -1, 64))
+			row = append(row, strconv.FormatFloat(stats.Median(vs), 'g', -1, 64))
 		}
 		if why != "" {
 			notes = append(notes, fmt.Sprintf("commit %s %s: left out", p.Commit, why))
