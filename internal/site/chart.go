@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // Chart geometry, in SVG user units (CSS pixels at 100%).
@@ -131,7 +132,7 @@ func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time
 	if s.Skipped == "" {
 		for j := 0; j+1 < len(bounds); j++ {
 			a, e := bounds[j], bounds[j+1]
-			level := gate.Median(s.Values[a:e])
+			level := stats.Median(s.Values[a:e])
 			fmt.Fprintf(b, `<line class="level" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, x(float64(a)), x(float64(e-1)), y(level), y(level))
 		}
 	}
