@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // This file takes the values a server states about itself (or the user
@@ -284,8 +284,7 @@ func inferKVBlocks(runs []*Run, blockSize, maxModelLen int) (int, bool, string) 
 		n := max(enough, 1<<16)
 		return min(n, 1048576), false, fmt.Sprintf("%d: no scrape saw the KV cache more than 5%% used; a cache this large never preempts; give --num-gpu-blocks-override's value if the server preempted", min(n, 1048576))
 	}
-	sort.Float64s(est)
-	n := max(enough, int(math.Round(est[len(est)/2])))
+	n := max(enough, int(math.Round(stats.Median(est))))
 	return min(n, 1048576), true, fmt.Sprintf("%d: blocks held by the requests in flight over vllm:kv_cache_usage_perc, the median of %d scrapes", n, len(est))
 }
 
