@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // BenchmarkChunksPerSecond measures how many SSE chunks (and tokens) the
@@ -99,10 +101,10 @@ func BenchmarkITLError256(b *testing.B) {
 		wg.Wait()
 	}
 	b.StopTimer()
-	b.ReportMetric(percentile(engine, 50), "engine-itl-err-p50-sec")
-	b.ReportMetric(percentile(engine, 99), "engine-itl-err-p99-sec")
-	b.ReportMetric(percentile(emitted, 50), "emitted-itl-err-p50-sec")
-	b.ReportMetric(percentile(emitted, 99), "emitted-itl-err-p99-sec")
-	b.ReportMetric(percentile(client, 50), "client-itl-err-p50-sec")
-	b.ReportMetric(percentile(client, 99), "client-itl-err-p99-sec")
+	b.ReportMetric(stats.Median(engine), "engine-itl-err-p50-sec")
+	b.ReportMetric(stats.Quantile(engine, 0.99), "engine-itl-err-p99-sec")
+	b.ReportMetric(stats.Median(emitted), "emitted-itl-err-p50-sec")
+	b.ReportMetric(stats.Quantile(emitted, 0.99), "emitted-itl-err-p99-sec")
+	b.ReportMetric(stats.Median(client), "client-itl-err-p50-sec")
+	b.ReportMetric(stats.Quantile(client, 0.99), "client-itl-err-p99-sec")
 }

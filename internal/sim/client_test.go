@@ -14,6 +14,7 @@ import (
 	"github.com/servegate/servegate/internal/dataset"
 	bench "github.com/servegate/servegate/internal/engine"
 	records "github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // These tests drive the simulator with servegate's own benchmark client
@@ -94,8 +95,8 @@ func TestClientAgainstTruth(t *testing.T) {
 			itlErr = append(itlErr, math.Abs(float64(gap)/1e6-tr.ITLMS[k]))
 		}
 	}
-	t.Logf("client ITL vs server flush gaps: median |error| %.3f ms, p90 %.3f ms", median(itlErr), percentile(itlErr, 90))
-	require.Less(t, median(itlErr), 5.0, "median ITL disagreement in ms")
+	t.Logf("client ITL vs server flush gaps: median |error| %.3f ms, p90 %.3f ms", stats.Median(itlErr), stats.Quantile(itlErr, 0.9))
+	require.Less(t, stats.Median(itlErr), 5.0, "median ITL disagreement in ms")
 }
 
 // TestClientPooling: embeddings and rerank succeed through the client with

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -180,35 +179,6 @@ func (r streamResult) ttft(tb testing.TB) time.Duration {
 	_, at := r.content(tb)
 	require.NotEmpty(tb, at, "no content in %v", r.events)
 	return at[0]
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// percentile uses linear interpolation between closest ranks (numpy's
-// default).
-func percentile(xs []float64, q float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	pos := q / 100 * float64(len(s)-1)
-	i := int(pos)
-	if i+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
 }
 
 func completionBody(prompt string, maxTokens int, stream bool) map[string]any {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // The model tests compare the simulator with itself under different loads
@@ -50,8 +52,8 @@ func TestTTFTRisesPastMaxNumSeqs(t *testing.T) {
 	p.StepFixedMS = 10
 	_, base := start(t, Config{Params: &p})
 	body := func(int) map[string]any { return completionBody(words(20, 1), 20, true) }
-	at := median(ttftsMS(t, burst(base, 4, body)))
-	past := median(ttftsMS(t, burst(base, 16, body)))
+	at := stats.Median(ttftsMS(t, burst(base, 4, body)))
+	past := stats.Median(ttftsMS(t, burst(base, 16, body)))
 	t.Logf("median TTFT: %.1f ms at 4 concurrent, %.1f ms at 16 (max_num_seqs 4)", at, past)
 	// 16 requests in 4 waves of 20 steps: the median request waits at
 	// least one wave (~20 steps) against ~1 step at 4.
@@ -191,7 +193,7 @@ func TestSlowdownRaisesMedianTTFT(t *testing.T) {
 			*srv.out = append(*srv.out, float64(r.ttft(t)))
 		}
 	}
-	mb, ms := median(b), median(s)
+	mb, ms := stats.Median(b), stats.Median(s)
 	t.Logf("median TTFT %.2f ms at slowdown 1, %.2f ms at 1.10: ratio %.4f", mb/1e6, ms/1e6, ms/mb)
 	require.InDelta(t, 1.10, ms/mb, 0.02)
 }
