@@ -89,7 +89,7 @@ func stepsSVG(title string, steps []capacity.Step, y func(capacity.Step) float64
 		xMax = math.Max(xMax, s.Rate)
 	}
 	c := newSVGChart(0, xMax*1.08, 0, yMax*1.1, "request rate (req/s)", yLabel)
-	c.axes()
+	c.Axes(formatTick)
 	for _, s := range steps {
 		v := y(s)
 		if math.IsNaN(v) {
@@ -99,12 +99,12 @@ func stepsSVG(title string, steps []capacity.Step, y func(capacity.Step) float64
 		if !s.Pass {
 			class = "dot fail"
 		}
-		fmt.Fprintf(&c.b, `<circle class="%s" cx="%.1f" cy="%.1f" r="4"><title>%s req/s: %s (%s)</title></circle>`,
-			class, c.x(s.Rate), c.y(v), num(s.Rate), num(v), map[bool]string{true: pass, false: fail}[s.Pass])
+		fmt.Fprintf(&c.Body, `<circle class="%s" cx="%.1f" cy="%.1f" r="4"><title>%s req/s: %s (%s)</title></circle>`,
+			class, c.X(s.Rate), c.Y(v), num(s.Rate), num(v), map[bool]string{true: pass, false: fail}[s.Pass])
 	}
 	if found > 0 {
-		x := c.x(found)
-		fmt.Fprintf(&c.b, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, c.top, x, c.h-c.bot)
+		x := c.X(found)
+		fmt.Fprintf(&c.Body, `<line class="mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, c.Top, x, c.H-c.Bottom)
 	}
-	return c.svg(title)
+	return svg(c, title)
 }

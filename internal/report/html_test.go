@@ -151,12 +151,6 @@ func TestHTMLReportMissingMetric(t *testing.T) {
 	require.ErrorContains(t, err, `"duration"`)
 }
 
-func TestNiceTicks(t *testing.T) {
-	assert.Equal(t, []float64{0, 20, 40, 60, 80, 100}, niceTicks(0, 100, 5))
-	assert.Equal(t, []float64{0, 0.5, 1, 1.5}, niceTicks(0, 1.7, 5))
-	assert.Equal(t, []float64{3}, niceTicks(3, 3, 5))
-}
-
 // BenchmarkWriteHTMLReport renders the report of a 10,000-request run and
 // reports the page size.
 func BenchmarkWriteHTMLReport(b *testing.B) {

@@ -58,7 +58,7 @@ func stepSVG(title string, xs, ys []float64, xLabel, yLabel string) template.HTM
 		}
 	}
 	c := newSVGChart(xMin, xMax, 0, top*1.08, xLabel, yLabel)
-	c.axes()
+	c.Axes(formatTick)
 	var pts strings.Builder
 	prev := math.NaN()
 	for i, x := range xs {
@@ -67,11 +67,11 @@ func stepSVG(title string, xs, ys []float64, xLabel, yLabel string) template.HTM
 			continue
 		}
 		if !math.IsNaN(prev) {
-			fmt.Fprintf(&pts, "%.1f,%.1f ", c.x(x), c.y(prev))
+			fmt.Fprintf(&pts, "%.1f,%.1f ", c.X(x), c.Y(prev))
 		}
-		fmt.Fprintf(&pts, "%.1f,%.1f ", c.x(x), c.y(v))
+		fmt.Fprintf(&pts, "%.1f,%.1f ", c.X(x), c.Y(v))
 		prev = v
 	}
-	fmt.Fprintf(&c.b, `<polyline class="line" points="%s"/>`, strings.TrimSpace(pts.String()))
-	return c.svg(title)
+	fmt.Fprintf(&c.Body, `<polyline class="line" points="%s"/>`, strings.TrimSpace(pts.String()))
+	return svg(c, title)
 }
