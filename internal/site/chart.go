@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servegate/servegate/internal/chart"
 	"github.com/servegate/servegate/internal/gate"
 	"github.com/servegate/servegate/internal/stats"
 )
@@ -63,13 +64,13 @@ func (s scale) format(v float64) string {
 	return fmt.Sprintf("%.3g", v)
 }
 
-// chart writes one series as an inline SVG chart: the per-commit median
+// seriesChart writes one series as an inline SVG chart: the per-commit median
 // as a line of points (each a link to its commit, with a tooltip), the
 // runs' min–max as a band, each segment's level between change points
 // as a dashed line, and each change point as a vertical line labelled
 // with its shift. The y axis spans the data, not zero, so a 5% step
 // fills a visible share of the height.
-func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time, commitURL func(string) string) {
+func seriesChart(out *strings.Builder, s *gate.HistorySeries, times map[string]time.Time, commitURL func(string) string) {
 	n := len(s.Values)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range n {
@@ -87,22 +88,17 @@ func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time
 		lo, hi = lo-math.Abs(lo)*0.05, hi+math.Abs(hi)*0.05
 	}
 	sc := scaleFor(s.Unit, hi)
-	plotW, plotH := float64(chartW-marginLeft-marginRight), float64(chartH-marginTop-marginBot)
-	x := func(i float64) float64 {
-		if n <= 1 {
-			return marginLeft + plotW/2
-		}
-		return marginLeft + plotW*i/float64(n-1)
+	xMin, xMax := 0.0, float64(n-1)
+	if n <= 1 { // one point sits in the middle
+		xMin, xMax = -1, 1
 	}
-	y := func(v float64) float64 { return marginTop + plotH*(hi-v)/(hi-lo) }
-
-	fmt.Fprintf(b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" data-points="%d" data-changes="%d" aria-label="%s">`,
-		chartW, chartH, chartW, chartH, n, len(s.Changes), html.EscapeString(s.Unit+" of "+s.Benchmark))
-	// Axes and grid: five ticks over the data's range.
-	for _, t := range ticks(lo, hi, 5) {
-		fmt.Fprintf(b, `<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/><text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>`,
-			marginLeft, chartW-marginRight, y(t), y(t), marginLeft-6, y(t)+4, sc.format(t))
-	}
+	c := &chart.Chart{W: chartW, H: chartH, Left: marginLeft, Right: marginRight, Top: marginTop, Bottom: marginBot,
+		XMin: xMin, XMax: xMax, YMin: lo, YMax: hi}
+	x, y := c.X, c.Y
+	plotH := float64(chartH - marginTop - marginBot)
+	// The grid: five ticks over the data's range.
+	c.YGrid(5, sc.format)
+	b := &c.Body
 	fmt.Fprintf(b, `<text class="axis" x="4" y="14">%s</text>`, html.EscapeString(sc.unit))
 	if s.From > 0 && s.From < n {
 		fmt.Fprintf(b, `<rect class="unsearched" x="%d" y="%d" width="%.1f" height="%.0f"><title>change points are searched in the newest %d commits only</title></rect>`,
@@ -178,39 +174,8 @@ func chart(b *strings.Builder, s *gate.HistorySeries, times map[string]time.Time
 		}
 		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(float64(i)), chartH-12, anchor, html.EscapeString(label))
 	}
-	b.WriteString("</svg>\n")
-}
-
-// ticks returns about k round values in [lo, hi].
-func ticks(lo, hi float64, k int) []float64 {
-	span := hi - lo
-	if !(span > 0) {
-		return []float64{lo}
-	}
-	step := math.Pow(10, math.Floor(math.Log10(span/float64(k))))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if span/(step*m) <= float64(k) {
-			step *= m
-			break
-		}
-	}
-	// Count in whole steps: where the step is below the values' float
-	// precision (values a last bit apart), t += step would not move t
-	// and the loop would never end; there, one tick in the middle.
-	first, last := math.Ceil(lo/step), math.Floor(hi/step)
-	if lo+step == lo || hi+step == hi || !(last-first <= 4*float64(k)) {
-		return []float64{lo + (hi-lo)/2}
-	}
-	var out []float64
-	for i := first; i <= last; i++ {
-		if t := i * step; t >= lo && t <= hi {
-			out = append(out, t)
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, lo+(hi-lo)/2)
-	}
-	return out
+	out.WriteString(c.SVG(s.Unit+" of "+s.Benchmark, fmt.Sprintf(` width="%d" height="%d" data-points="%d" data-changes="%d"`, chartW, chartH, n, len(s.Changes))))
+	out.WriteString("\n")
 }
 
 // xTicks returns up to k point indexes spread over n points.

@@ -286,7 +286,7 @@ table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #e
 .regression{color:#c62828;font-weight:600}.improvement{color:#2e7d32}.pass{color:#2e7d32}.cannot{color:#8d6e00}
 .key{color:#616161;font-size:12px;margin:2px 0 4px}
 .chart{display:block;max-width:100%;height:auto;background:#fff}
-.chart .grid{stroke:#eee}.chart .tick,.chart .axis{font-size:11px;fill:#616161}
+.chart .gridline{stroke:#eee}.chart .tick,.chart .axis{font-size:11px;fill:#616161}
 .chart .band{fill:#90caf9;opacity:.45}.chart .median{fill:none;stroke:#1565c0;stroke-width:1.2}
 .chart .pt{fill:#1565c0}.chart a:hover .pt{fill:#ff6f00;r:5}
 .chart .level{stroke:#212121;stroke-width:1.5;stroke-dasharray:5 3}
@@ -334,7 +334,7 @@ func writeScenarioPage(b *strings.Builder, title string, p *scenarioPage, commit
 		fmt.Fprintf(b, `<section id="%s"><h3>%s <small>(%s is better, tolerance %s)</small></h3>`, ChartID(rs.runner, s.Benchmark, s.Unit),
 			html.EscapeString(s.Unit), html.EscapeString(s.Better), html.EscapeString(s.Tolerance))
 		fmt.Fprintf(b, `<p class="key">%s · %d commits · %s</p>`, html.EscapeString(s.Benchmark), len(s.Values), status(s))
-		chart(b, s, rs.times, commitURL)
+		seriesChart(b, s, rs.times, commitURL)
 		b.WriteString("</section>\n")
 	}
 	b.WriteString("</body></html>\n")
