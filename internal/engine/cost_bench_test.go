@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/internal/childserver"
 	"github.com/servegate/servegate/internal/cputime"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // BenchmarkChunkCPU measures the load generator's own CPU per streamed
@@ -179,10 +179,10 @@ func TestSimServer(t *testing.T) {
 	if set == nil {
 		t.Skip("helper process for BenchmarkChunkCPU, BenchmarkOpenStreams, BenchmarkTTFTError and BenchmarkSessions")
 	}
-	srv, err := simulator.New(simulator.Config{Profile: "instant", Set: set})
+	srv, err := sim.New(sim.Config{Profile: "instant", Set: set})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	childserver.ServeServer(t, &http.Server{Handler: srv, ConnContext: simulator.ConnContext}, simulator.StampListener)
+	childserver.ServeServer(t, &http.Server{Handler: srv, ConnContext: sim.ConnContext}, sim.StampListener)
 }

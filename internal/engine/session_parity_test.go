@@ -20,7 +20,7 @@ import (
 
 	"github.com/servegate/servegate/internal/conversation"
 	"github.com/servegate/servegate/internal/metrics"
-	simulator "github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/sim"
 	"github.com/servegate/servegate/internal/tokenizer"
 )
 
@@ -47,7 +47,7 @@ type plainMessage struct {
 // request, by conversation and turn.
 func messageRecorder(tb testing.TB) (string, func() map[turnKey][]plainMessage) {
 	tb.Helper()
-	srv, err := simulator.New(simulator.Config{Profile: "gpu-8b", Set: map[string]string{"eos_min_ratio": "1", "model": "servegate/sim-parity"}})
+	srv, err := sim.New(sim.Config{Profile: "gpu-8b", Set: map[string]string{"eos_min_ratio": "1", "model": "servegate/sim-parity"}})
 	require.NoError(tb, err)
 	var mu sync.Mutex
 	got := map[turnKey][]plainMessage{}

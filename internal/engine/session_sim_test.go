@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/internal/metrics"
-	simulator "github.com/servegate/servegate/internal/sim"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // sentRequest is what the simulator received: the request's id, session
@@ -41,7 +41,7 @@ type sentMessage struct {
 // every request it received, by request id.
 func recordingSim(tb testing.TB, header string, set map[string]string) (string, func() map[string]sentRequest) {
 	tb.Helper()
-	srv, err := simulator.New(simulator.Config{Profile: "instant", Set: set})
+	srv, err := sim.New(sim.Config{Profile: "instant", Set: set})
 	require.NoError(tb, err)
 	var mu sync.Mutex
 	got := map[string]sentRequest{}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/internal/childserver"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // BenchmarkTTFTError measures how far the engine's TTFT is from the
@@ -116,7 +116,7 @@ func ttftErrors(b *testing.B, url string, rate float64, warm bool) ttftError {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var truth simulator.Truth
+		var truth sim.Truth
 		err = json.NewDecoder(resp.Body).Decode(&truth)
 		resp.Body.Close()
 		if err != nil {
