@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servegate/servegate/containers/simulator"
+	"github.com/stretchr/testify/require"
+
 	"github.com/servegate/servegate/internal/dataset"
 	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/metrics"
 	"github.com/servegate/servegate/internal/report"
-	"github.com/stretchr/testify/require"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // Scenario of one simulator run: a burst of simRequests chat requests of
@@ -37,9 +38,9 @@ const (
 )
 
 // simParams are the simulator knobs of the accuracy runs.
-func simParams(tb testing.TB) simulator.Params {
+func simParams(tb testing.TB) sim.Params {
 	tb.Helper()
-	p, err := simulator.LoadProfile("")
+	p, err := sim.LoadProfile("")
 	require.NoError(tb, err)
 	p.Model = "servegate/sim-accuracy"
 	p.MaxNumSeqs = 4
@@ -109,7 +110,7 @@ func (r *simRunner) server(k simServer) (*httptest.Server, error) {
 		return s, nil
 	}
 	p := simParams(r.tb)
-	sim, err := simulator.New(simulator.Config{Params: &p, Slowdown: k.slowdown})
+	sim, err := sim.New(sim.Config{Params: &p, Slowdown: k.slowdown})
 	if err != nil {
 		return nil, err
 	}
