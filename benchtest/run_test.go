@@ -12,7 +12,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // useOut points the outputs at a fresh directory for one test.
@@ -127,7 +127,7 @@ func TestRunInproc(t *testing.T) {
 // it started itself.
 func TestRunURL(t *testing.T) {
 	dir := useOut(t)
-	srv, err := simulator.New(simulator.Config{Profile: "instant"})
+	srv, err := sim.New(sim.Config{Profile: "instant"})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); hs.Close() })
