@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 const simUsage = `usage: servegate sim [flags]
@@ -38,8 +38,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if wantsHelp(args) {
 		fmt.Fprint(stdout, simUsage)
-		simulator.Main(ctx, args, stdout, stdout)
+		sim.Main(ctx, args, stdout, stdout)
 		return 0
 	}
-	return simulator.Main(ctx, args, stdout, stderr)
+	return sim.Main(ctx, args, stdout, stderr)
 }
