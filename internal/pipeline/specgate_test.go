@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/containers/simulator"
 	"github.com/servegate/servegate/internal/gate"
 	"github.com/servegate/servegate/internal/report"
+	"github.com/servegate/servegate/internal/sim"
 )
 
 // specGateRuns is the number of runs per side: with 5 a side, perfectly
@@ -48,7 +48,7 @@ server_metrics: {interval: 100ms}
 	sc := scs[0]
 	targets := map[string]*Target{}
 	for side, prob := range map[string]string{"base": "0.7", "head": "0.4"} {
-		srv, err := simulator.New(simulator.Config{Profile: "instant", Set: map[string]string{
+		srv, err := sim.New(sim.Config{Profile: "instant", Set: map[string]string{
 			"model": "servegate/sim-spec", "step_fixed_ms": "10", "max_num_seqs": "8",
 			"spec_draft_tokens": "4", "spec_accept_prob": prob,
 		}})

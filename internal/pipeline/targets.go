@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/benchtest/scenario"
-	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/internal/sim"
 	"github.com/servegate/servegate/internal/tokenizer"
 )
 
@@ -53,15 +53,15 @@ func simSettings(spec scenario.Target) (map[string]string, error) {
 // runs with: its profile, then its args and served model name, as
 // StartTarget starts it. A prediction of a scenario's own simulator in
 // virtual time (servegate sweep --virtual without --profile) runs them.
-func SimParams(spec scenario.Target) (simulator.Params, error) {
+func SimParams(spec scenario.Target) (sim.Params, error) {
 	if spec.Kind != scenario.TargetSim && spec.Kind != scenario.TargetInproc {
-		return simulator.Params{}, fmt.Errorf("target kind %s is not a simulator: no profile to predict", spec.Kind)
+		return sim.Params{}, fmt.Errorf("target kind %s is not a simulator: no profile to predict", spec.Kind)
 	}
 	set, err := simSettings(spec)
 	if err != nil {
-		return simulator.Params{}, fmt.Errorf("%s target: %w", spec.Kind, err)
+		return sim.Params{}, fmt.Errorf("%s target: %w", spec.Kind, err)
 	}
-	p, err := simulator.Config{Profile: spec.Profile, Set: set}.Resolve()
+	p, err := sim.Config{Profile: spec.Profile, Set: set}.Resolve()
 	if err != nil {
 		return p, fmt.Errorf("%s target: %w", spec.Kind, err)
 	}
@@ -80,7 +80,7 @@ func startInproc(ctx context.Context, spec scenario.Target, _ io.Writer) (*Targe
 	if err != nil {
 		return nil, fmt.Errorf("start inproc target: %w", err)
 	}
-	srv, err := simulator.New(simulator.Config{Profile: spec.Profile, Set: set, Tokenizer: tok})
+	srv, err := sim.New(sim.Config{Profile: spec.Profile, Set: set, Tokenizer: tok})
 	if err != nil {
 		return nil, fmt.Errorf("start inproc target: %w", err)
 	}
