@@ -26,11 +26,17 @@ func (c *Container) startBackends(ctx context.Context, backends []Backend) error
 	}
 	c.network = nw
 	type replica struct {
-		alias string
-		opts  []testcontainers.ContainerCustomizer
+		alias, img string
+		opts       []testcontainers.ContainerCustomizer
 	}
 	var all []replica
 	for _, b := range backends {
+		img := b.Image
+		if img == "" {
+			if img, err = simulator.Image(ctx, nil); err != nil {
+				return fmt.Errorf("backends: %w", err)
+			}
+		}
 		opts := []testcontainers.ContainerCustomizer{}
 		if b.Profile != "" {
 			opts = append(opts, simulator.WithProfile(b.Profile))
@@ -41,7 +47,7 @@ func (c *Container) startBackends(ctx context.Context, backends []Backend) error
 		opts = append(opts, b.Options...)
 		for range b.Replicas {
 			alias := fmt.Sprintf("sim-%d", len(all))
-			all = append(all, replica{alias, append(opts[:len(opts):len(opts)], network.WithNetwork([]string{alias}, nw))})
+			all = append(all, replica{alias, img, append(opts[:len(opts):len(opts)], network.WithNetwork([]string{alias}, nw))})
 		}
 	}
 	c.Aliases = make([]string, len(all))
@@ -51,7 +57,7 @@ func (c *Container) startBackends(ctx context.Context, backends []Backend) error
 	for i, r := range all {
 		c.Aliases[i] = r.alias
 		wg.Go(func() {
-			c.Backends[i], errs[i] = simulator.Run(ctx, r.opts...)
+			c.Backends[i], errs[i] = simulator.Run(ctx, r.img, r.opts...)
 		})
 	}
 	wg.Wait()

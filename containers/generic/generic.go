@@ -106,6 +106,9 @@ type Backend struct {
 	Profile string
 	// Knobs are simulator knobs by YAML key (max_num_seqs: "8").
 	Knobs map[string]string
+	// Image is the simulator image. Empty builds one from servegate's
+	// sources with simulator.Image.
+	Image string
 	// Options are further simulator options (simulator.WithSlowdown, ...).
 	Options []testcontainers.ContainerCustomizer
 }

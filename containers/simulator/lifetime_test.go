@@ -38,7 +38,9 @@ func TestLifetimeChild(t *testing.T) {
 		t.Skip("child of TestContainersDieWithTheTest")
 	}
 	ctx := context.Background()
-	ctr, err := Run(ctx, WithProfile("instant"))
+	img, err := Image(ctx, nil)
+	require.NoError(t, err)
+	ctr, err := Run(ctx, img, WithProfile("instant"))
 	if mode != "hold" {
 		testcontainers.CleanupContainer(t, ctr)
 	}

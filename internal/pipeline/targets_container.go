@@ -27,7 +27,13 @@ func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target
 	if err != nil {
 		return nil, fmt.Errorf("start sim target: %w", err)
 	}
-	opts := []testcontainers.ContainerCustomizer{simulator.WithStartupTimeout(spec.StartTimeout.D()), simulator.WithBuildLog(log)}
+	img := spec.Image
+	if img == "" {
+		if img, err = simulator.Image(ctx, log); err != nil {
+			return nil, fmt.Errorf("start sim target: %w", err)
+		}
+	}
+	opts := []testcontainers.ContainerCustomizer{simulator.WithStartupTimeout(spec.StartTimeout.D())}
 	opts = append(opts, simProfile(spec.Profile)...)
 	keys := make([]string, 0, len(set))
 	for k := range set {
@@ -40,14 +46,11 @@ func startSim(ctx context.Context, spec scenario.Target, log io.Writer) (*Target
 	if len(spec.Env) > 0 {
 		opts = append(opts, testcontainers.WithEnv(spec.Env))
 	}
-	if spec.Image != "" {
-		opts = append(opts, testcontainers.WithImage(spec.Image))
-	}
 	pin, cpus := isolation(log)
 	if pin != nil {
 		opts = append(opts, pin)
 	}
-	ctr, err := simulator.Run(ctx, opts...)
+	ctr, err := simulator.Run(ctx, img, opts...)
 	if err != nil {
 		logs := ""
 		if ctr != nil {

@@ -7,8 +7,6 @@ import (
 	"io"
 	"maps"
 
-	"github.com/testcontainers/testcontainers-go"
-
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/dockertest"
 	"github.com/servegate/servegate/containers/generic"
@@ -69,13 +67,10 @@ func genericSpec(spec scenario.Target) (generic.Spec, error) {
 		if err != nil {
 			return gs, fmt.Errorf("backends[%d]: %w", i, err)
 		}
-		gb := generic.Backend{Kind: cmp.Or(b.Kind, scenario.TargetSim), Replicas: max(b.Replicas, 1), Profile: b.Profile, Knobs: knobs}
+		gb := generic.Backend{Kind: cmp.Or(b.Kind, scenario.TargetSim), Replicas: max(b.Replicas, 1), Profile: b.Profile, Knobs: knobs, Image: b.Image}
 		if scenario.IsProfileFile(b.Profile) {
 			// A profile file is copied into each replica.
 			gb.Profile, gb.Options = "", simProfile(b.Profile)
-		}
-		if b.Image != "" {
-			gb.Options = append(gb.Options, testcontainers.WithImage(b.Image))
 		}
 		gs.Backends = append(gs.Backends, gb)
 	}
