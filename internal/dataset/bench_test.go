@@ -43,11 +43,11 @@ func benchmarkRandom(b *testing.B, n int) {
 }
 
 // BenchmarkRandomStartup is the dataset generation of a `servegate bench`
-// start-up (issue 18's peer runs): 1,000 random prompts of 64 tokens, seed 1,
-// on the Llama-3 tokenizer. Each iteration loads the tokenizer afresh, outside
-// the measurement, so that nothing is cached from an earlier one (neither the
-// NUL tokens nor the tokenizer's own word cache), as in a new process. It
-// reports the CPU time of one generation (all goroutines).
+// start-up, as the peer comparison runs it. It builds 1,000 random prompts
+// of 64 tokens, seed 1, on the Llama-3 tokenizer. Each iteration loads the
+// tokenizer afresh, outside the measurement, as a new process would. So
+// nothing is cached from an earlier iteration: no NUL tokens, no word cache.
+// It reports the CPU time of one generation, all goroutines counted.
 func BenchmarkRandomStartup(b *testing.B) {
 	path := fixtures.Tokenizer(b, fixtures.Llama3)
 	spec := Spec{NumPrompts: 1000, Seed: 1, Random: RandomParams{InputLen: 64, OutputLen: 1}}

@@ -112,11 +112,11 @@ func TestRandomAllowedVocabulary(t *testing.T) {
 	assert.Equal(t, 104, bert.allowed[99], "[UNK] [CLS] [SEP] [MASK] are 100-103")
 }
 
-// TestRandomLlama3 is the issue's measurement: 1,000 prompts of 1,024
-// tokens on the Llama-3 tokenizer (seed 42). It reports the share whose
-// re-encoded length equals the target and compares every prompt, byte for
-// byte, with the one vLLM's own algorithm produces for the seed (SHA-256
-// digests written by crosscheck.py).
+// TestRandomLlama3 builds 1,000 prompts of 1,024 tokens on the Llama-3
+// tokenizer, seed 42. It reports the share whose re-encoded length equals
+// the target. It compares every prompt, byte for byte, with the one vLLM's
+// own algorithm produces for the seed. crosscheck.py wrote those SHA-256
+// digests.
 func TestRandomLlama3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 1,000 prompts of 1,024 tokens")
@@ -230,10 +230,10 @@ func TestForcesIgnoreEOS(t *testing.T) {
 }
 
 // TestRandomUnchangedOnOtherVocabularies pins the random prompts, lengths
-// and ids on two more tokenizers shipped with daulet/tokenizers, with a
-// range ratio and a prompt that meets a NUL token (in the first case), so
-// that a speed-up of the generation cannot change its output unseen. The
-// digests are those of main before issue 18's start-up work.
+// and ids on two more tokenizers shipped with daulet/tokenizers. The cases
+// use a range ratio, and the first meets a NUL token. A speed-up of the
+// generation thus cannot change its output unseen. The digests date from
+// before the generation was made faster.
 func TestRandomUnchangedOnOtherVocabularies(t *testing.T) {
 	mod, err := fixtures.TokenizersModuleDir()
 	require.NoError(t, err)
