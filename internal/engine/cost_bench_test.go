@@ -18,19 +18,19 @@ import (
 )
 
 // BenchmarkChunkCPU measures the load generator's own CPU per streamed
-// chunk against the simulator in a child process (instant profile, one
-// token per stream every 2 ms): 256 requests of 512 output tokens, 64 in
-// flight, the shape of issue 18's comparison with the Rust and Python
-// clients. cpu-ns/chunk is the whole run's CPU (requests, HTTP, SSE
-// parsing, records) over its chunks; net-cpu-ns/chunk subtracts the CPU
-// of the same requests with one output token, leaving what each further
-// chunk costs. Tokenizer and dataset are not in either (tools/peers
-// measures start-up, whole process, against the Rust and Python clients).
+// chunk. The simulator runs in a child process, instant profile, one token
+// per stream every 2 ms. The load is 256 requests of 512 output tokens,
+// 64 in flight, as in the peer comparison with the Rust and Python
+// clients. cpu-ns/chunk is the whole run's CPU over its chunks: requests,
+// HTTP, SSE parsing, records. net-cpu-ns/chunk subtracts the CPU of the
+// same requests with one output token. It is what each further chunk
+// costs. Neither counts the tokenizer or the dataset; tools/peers measures
+// start-up.
 //
 // Each iteration also runs BenchmarkChunkFloor's minimal reader on the
-// same streams, interleaved, and reports floor-net-cpu-ns/chunk and
-// net-vs-floor, our net cost over the floor's. Issue 29's goal is
-// net-vs-floor <= 1.10.
+// same streams, interleaved. It reports floor-net-cpu-ns/chunk and
+// net-vs-floor, our net cost over the floor's. The goal is net-vs-floor
+// <= 1.10.
 //
 //	go test -run '^$' -bench '^BenchmarkChunkCPU$' -benchtime 3x ./internal/engine
 func BenchmarkChunkCPU(b *testing.B) {
@@ -75,14 +75,14 @@ func BenchmarkChunkCPU(b *testing.B) {
 }
 
 // BenchmarkOpenStreams measures the load generator's memory per open
-// stream: N streams started at once against the simulator in a child
-// process (64 tokens each, one every 25 ms, so that all are open
-// together), sampling this process's resident set every 5 ms. KB/stream
-// is the peak resident set less the one before the run, over N;
-// peak-rss-MB is the peak. Issue 18's goal is 15 KB a stream and 200 MB
-// for a whole servegate process at 5000 streams. Run one size per process
-// (-bench 'OpenStreams/streams=5000$'): memory a size freed is reused by
-// the next.
+// stream. N streams start at once against the simulator in a child
+// process. Each gets 64 tokens, one every 25 ms, so all are open together.
+// The benchmark samples this process's resident set every 5 ms.
+// KB/stream is the peak resident set less the one before the run, over N.
+// peak-rss-MB is the peak. The goal is 15 KB a stream, and 200 MB for a
+// whole servegate process at 5000 streams. Run one size per process
+// (-bench 'OpenStreams/streams=5000$'): the next size reuses memory a size
+// freed.
 //
 //	go test -run '^$' -bench '^BenchmarkOpenStreams$/streams=5000$' -benchtime 1x ./internal/engine
 func BenchmarkOpenStreams(b *testing.B) {

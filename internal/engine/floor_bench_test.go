@@ -20,18 +20,17 @@ import (
 // 256 requests of 512 output tokens, 64 in flight, one token a chunk.
 const chunkRequests, chunkTokens, chunkStreams = 256, 512, 64
 
-// BenchmarkChunkFloor measures what the cheapest reader of the same streams
-// costs per chunk: the floor BenchmarkChunkCPU is judged against (issue 29:
-// ours within 10% of it on the same run). It sends BenchmarkChunkCPU's
-// requests (the same body our openai backend sends) to the same child
-// simulator, a goroutine per stream on a kept-alive loopback TCP
-// connection, and reads each response with a plain 4 KiB read as data
-// arrives, taking one clock reading per read and counting SSE events:
-// no HTTP client, no JSON, no records. Its cpu-ns/chunk and
-// net-cpu-ns/chunk are computed as BenchmarkChunkCPU's are (whole run over
-// its chunks; net of the same requests with one output token), so the two
-// divide. BenchmarkChunkCPU reports the ratio of its own run to interleaved
-// floor runs as net-vs-floor.
+// BenchmarkChunkFloor measures what the cheapest reader of the same
+// streams costs per chunk. BenchmarkChunkCPU is judged against this floor:
+// ours should be within 10% of it on the same run. It sends
+// BenchmarkChunkCPU's requests to the same child simulator. Each stream
+// has a goroutine on a kept-alive loopback TCP connection. It reads each
+// response with a plain 4 KiB read as data arrives. It takes one clock
+// reading per read and counts SSE events. There is no HTTP client, no
+// JSON and no record. Its cpu-ns/chunk and net-cpu-ns/chunk are computed
+// as BenchmarkChunkCPU's are, so the two divide. BenchmarkChunkCPU
+// reports the ratio of its own run to interleaved floor runs as
+// net-vs-floor.
 //
 //	go test -run '^$' -bench '^BenchmarkChunk(CPU|Floor)$' -benchtime 3x ./internal/engine
 func BenchmarkChunkFloor(b *testing.B) {
