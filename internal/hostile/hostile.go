@@ -177,9 +177,8 @@ func Cases() []Case {
 			},
 		},
 		{
-			// vLLM takes usage over the chunk count; servegate counts a
-			// usage that says fewer tokens than the chunks carried as a
-			// failure of its own (issue 26): every chunk holds a token.
+			// vLLM trusts usage over the chunk count. servegate fails a
+			// usage below the chunk count, since every chunk holds a token.
 			Name:    "usage-below-chunks",
 			Want:    Want{Failure: metrics.FailureUsageMismatch, ErrorContains: "usage reports 2 completion tokens but the stream carried 6 output chunks", OutputTokens: -1, Chunks: 6},
 			handler: writeSSE(Stream(words, 2), 0),
