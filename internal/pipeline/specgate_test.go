@@ -23,14 +23,14 @@ import (
 // separated samples give the U test's p = 2/252 < 0.05.
 const specGateRuns = 5
 
-// TestSpecAcceptanceDropFailsGate is #26's gate test: the same scenario
-// against an in-process simulator with speculative decoding whose
-// acceptance probability drops from 0.7 (base) to 0.4 (head), a few real
-// runs a side, interleaved, then `servegate gate` with the default policy.
-// Speculation is lossless, so only speed and the server's acceptance
-// counters change: the gate fails on server-spec-accept-ratio, and its
-// report names that unit and the latency that moved with it (TPOT; TTFT,
-// a prefill, does not move).
+// TestSpecAcceptanceDropFailsGate gates a drop in speculative acceptance.
+// One scenario runs against an in-process simulator with speculative
+// decoding. The acceptance probability drops from 0.7 in base to 0.4 in
+// head. A few real runs a side are interleaved, then judged by
+// `servegate gate` with the default policy. Speculation is lossless, so
+// only speed and the server's acceptance counters change. The gate fails
+// on server-spec-accept-ratio. Its report names that unit and TPOT, the
+// latency that moved with it. TTFT is a prefill and does not move.
 func TestSpecAcceptanceDropFailsGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 simulator runs")
