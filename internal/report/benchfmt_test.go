@@ -107,10 +107,10 @@ func TestBenchfmtWriterRejects(t *testing.T) {
 	assert.EqualError(t, w.WriteBenchfmtResult("a", 1, []BenchConfig{{"Model:", "x"}}, []BenchMetric{{"fail-ratio", 0, Lower}}), `write benchfmt: configuration key "Model:" is empty or has spaces or a colon`)
 }
 
-// TestBenchMetricsNoSuccess checks issue 14's defect 1 at its source: a
-// run with no successful request wrote 0 for its latencies and
-// throughputs, which the gate read as "-100%: better". It now reports
-// only its fail-ratio, and a run that sent nothing reports nothing.
+// TestBenchMetricsNoSuccess checks a run with no successful request. Its
+// latencies and throughputs would be 0, which a gate reads as "-100%:
+// better". So it reports only its fail-ratio. A run that sent nothing
+// reports nothing.
 func TestBenchMetricsNoSuccess(t *testing.T) {
 	allFailed := map[string]float64{"completed": 0, "failed": 8, "failure_ratio": 1, "request_goodput": 0, "goodput_ratio": 0}
 	for k, v := range summary() {
