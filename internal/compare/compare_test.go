@@ -115,10 +115,10 @@ func TestRoundsFailClosed(t *testing.T) {
 	assert.EqualError(t, err, "pair 2 of b: start head's container target of scenario b: build failed\ncontainer log:\nno such file")
 
 	src = &fakeSource{check: checked("a", "b")}
-	src.check[1].Problem = &pipeline.PairProblem{Kind: pipeline.ProblemIdentity, Message: "scenario b: its load differ between base (a.yaml:1) and head (a.yaml:1)"}
+	src.check[1].Problem = &pipeline.PairProblem{Kind: pipeline.ProblemIdentity, Message: "scenario b: its load differs between base (a.yaml:1) and head (a.yaml:1)"}
 	err = compare(context.Background(), Config{}, src, judge, &Result{}, t.TempDir(), &bytes.Buffer{})
 	require.ErrorAs(t, err, &ie)
-	assert.Contains(t, err.Error(), "its load differ")
+	assert.Contains(t, err.Error(), "its load differs")
 	assert.Empty(t, src.rounds, "no pair runs")
 
 	src = &fakeSource{check: checked("a")}

@@ -149,8 +149,12 @@ type IdentityError struct {
 }
 
 func (e *IdentityError) Error() string {
-	return fmt.Sprintf("scenario %s: its %s differ between base (%s) and head (%s): a comparison pairs one workload on both sides, only the target may differ",
-		e.Scenario, strings.Join(e.Keys, ", "), e.Base, e.Head)
+	verb := "differs"
+	if len(e.Keys) > 1 {
+		verb = "differ"
+	}
+	return fmt.Sprintf("scenario %s: its %s %s between base (%s) and head (%s): a comparison pairs one workload on both sides, only the target may differ",
+		e.Scenario, strings.Join(e.Keys, ", "), verb, e.Base, e.Head)
 }
 
 // CheckIdentity returns an *IdentityError when base's and head's
@@ -164,7 +168,17 @@ func CheckIdentity(base, head *scenario.Scenario) error {
 		keys = []string{"workload"}
 	}
 	return &IdentityError{Scenario: head.Name, Keys: keys,
-		Base: fmt.Sprintf("%s:%d", base.File, base.Line), Head: fmt.Sprintf("%s:%d", head.File, head.Line)}
+		Base: where(base, os.Getenv(EnvPairedBase)), Head: where(head, os.Getenv(EnvPairedHead))}
+}
+
+// where is a scenario's file:line, the file relative to its side's root
+// when it is under it.
+func where(sc *scenario.Scenario, root string) string {
+	file := sc.File
+	if rel, err := relTo(root, file); err == nil && root != "" {
+		file = filepath.ToSlash(rel)
+	}
+	return fmt.Sprintf("%s:%d", file, sc.Line)
 }
 
 // BaseTarget is the target spec of base's scenario bsc. Its simulator
