@@ -28,10 +28,12 @@ const prepare = "CGO_ENABLED=0 go build -o server/server ./server"
 // end, outside this module. It copies examples/gated, a user repository
 // with a server of its own and a scenario, to a temporary directory with
 // its replace pointing back at this checkout, gives it a git history and
-// runs the documented command, `go tool servegate compare`, there:
+// runs the action's steps and the documented command, `go tool servegate
+// compare`, there:
 //
-//  1. on a head whose server waits 5 ms more before the first token:
-//     exit 1, a regression;
+//  1. the action, on a pull request whose server waits 5 ms more before
+//     the first token: exit 1, a regression, in the job summary and in
+//     one pull request comment (to a fake GitHub API);
 //  2. on a head whose scenario sends other requests: exit 2, naming the
 //     keys that differ, before any target starts;
 //  3. on a base whose image does not build: exit 2, with base's log;
@@ -101,9 +103,9 @@ func TestCompareFromOutside(t *testing.T) {
 	git("init", "-q", "-b", "main")
 	git("add", ".")
 	commit("base")
-	edit("server/main.go", "firstToken = 10 * time.Millisecond", "firstToken = 15 * time.Millisecond")
+	edit("server/main.go", "firstToken = 40 * time.Millisecond", "firstToken = 48 * time.Millisecond")
 	commit("slower")
-	edit("server/main.go", "firstToken = 15 * time.Millisecond", "firstToken = 10 * time.Millisecond // as base")
+	edit("server/main.go", "firstToken = 48 * time.Millisecond", "firstToken = 40 * time.Millisecond // as base")
 	commit("same")
 	edit("scenarios/chat.yaml", "num_prompts: 200", "num_prompts: 100")
 	commit("other-workload")
@@ -130,15 +132,27 @@ func TestCompareFromOutside(t *testing.T) {
 		return code, string(b)
 	}
 
-	code, text := compare("base", "slower")
-	assert.Equal(t, 1, code, "a server 5 ms slower to its first token")
-	assert.Contains(t, text, "== chat: regression after")
-	assert.Contains(t, text, "target differs: image: servegate-target-server:")
-	md, err := os.ReadFile(filepath.Join(dir, "out", "compare", "gate.md"))
-	require.NoError(t, err)
-	assert.Contains(t, string(md), "## ❌ servegate: regression (exit 1)")
+	// The action's steps, as a runner runs them, on a pull request whose
+	// head is the slower server.
+	gh, api := newFakeGitHub(t)
+	git("checkout", "-q", "slower")
+	start := time.Now()
+	run := runAction(t, ctx, filepath.Join(root, "action.yml"), dir,
+		append(env, "GITHUB_API_URL="+api, "GITHUB_REPOSITORY=me/gated"),
+		map[string]string{"base": "base", "prepare": prepare},
+		map[string]string{"token": "t0ken", "repository": "me/gated", "event.pull_request.number": "7",
+			"event.pull_request.head.repo.full_name": "me/gated"})
+	t.Logf("the action's steps in %s:\n%s", time.Since(start).Round(time.Second), run.Log)
+	assert.True(t, run.Failed, "the job fails on a regression")
+	assert.Equal(t, map[string]string{"exit": "1", "verdict": "regression"}, run.Outputs)
+	assert.Contains(t, run.Summary, "## ❌ servegate: regression (exit 1)")
+	assert.Contains(t, run.Summary, "The target differs:")
+	require.Len(t, gh.comments, 1, "one pull request comment")
+	assert.Contains(t, gh.comments[0], "servegate: regression")
+	assert.Equal(t, []string{"actions/cache@v4", "actions/upload-artifact@v4"}, run.Skipped, "only the steps that use other actions")
+	git("checkout", "-q", "fixed")
 
-	code, text = compare("slower", "other-workload")
+	code, text := compare("slower", "other-workload")
 	assert.Equal(t, 2, code, "another workload")
 	assert.Contains(t, text, "compare: scenario chat: its dataset differs between base (scenarios/chat.yaml:3) and head (scenarios/chat.yaml:3)")
 	assert.NotContains(t, text, "pair 1:", "refused before any target starts")

@@ -15,7 +15,7 @@ import (
 // The server's costs: the wait before the first token (a prefill) and
 // between tokens (a decode step).
 const (
-	firstToken = 10 * time.Millisecond
+	firstToken = 40 * time.Millisecond
 	perToken   = 5 * time.Millisecond
 )
 
