@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -170,6 +171,20 @@ func TestCheckVersions(t *testing.T) {
 	note, err = checkVersions(v1, v1, Version{}, false)
 	require.NoError(t, err)
 	assert.Equal(t, "base's go.mod does not require servegate", note)
+}
+
+// TestBuildVersion reads servegate's version from build information:
+// a binary built in servegate's tree, or from a module that requires it.
+func TestBuildVersion(t *testing.T) {
+	v, ok := buildVersion(&debug.Module{Path: Module, Version: "(devel)"})
+	assert.True(t, ok)
+	assert.Equal(t, Version{Self: true}, v)
+	v, _ = buildVersion(&debug.Module{Path: Module, Version: "v0.0.0", Replace: &debug.Module{Path: "/src/servegate", Version: "(devel)"}})
+	assert.Equal(t, Version{Version: "v0.0.0", Replace: "/src/servegate"}, v)
+	v, _ = buildVersion(&debug.Module{Path: Module, Version: "v1.2.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v1.2.1"}})
+	assert.Equal(t, Version{Version: "v1.2.0", Replace: "example.com/fork v1.2.1"}, v)
+	_, ok = buildVersion(nil)
+	assert.False(t, ok)
 }
 
 // scratchRepo makes a git repository with a module in dir and one

@@ -94,26 +94,41 @@ func servegateVersion(ctx context.Context, dir string) (v Version, ok bool, err 
 }
 
 // running returns the servegate version this program was built from,
-// as its build information says.
+// as its build information says: servegate's own tree, or the version
+// and replacement of the go.mod that built it.
 func running() (Version, bool) {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return Version{}, false
 	}
-	if bi.Main.Path == Module {
+	m := &bi.Main
+	if m.Path != Module {
+		m = nil
+		for _, d := range bi.Deps {
+			if d.Path == Module {
+				m = d
+			}
+		}
+	}
+	return buildVersion(m)
+}
+
+// buildVersion is the Version of a module of the build information.
+func buildVersion(m *debug.Module) (Version, bool) {
+	if m == nil {
+		return Version{}, false
+	}
+	if m.Version == "(devel)" && m.Replace == nil {
 		return Version{Self: true}, true
 	}
-	for _, d := range bi.Deps {
-		if d.Path != Module {
-			continue
+	v := Version{Version: m.Version}
+	if r := m.Replace; r != nil {
+		v.Replace = r.Path
+		if r.Version != "" && r.Version != "(devel)" {
+			v.Replace += " " + r.Version
 		}
-		v := Version{Version: d.Version}
-		if d.Replace != nil {
-			v.Replace = strings.TrimSpace(d.Replace.Path + " " + d.Replace.Version)
-		}
-		return v, true
 	}
-	return Version{}, false
+	return v, true
 }
 
 // checkVersions applies compare's rule on servegate's versions: the
