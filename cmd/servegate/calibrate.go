@@ -82,7 +82,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	a := &calibrateArgs{}
 	p := newCalibrateParser(a)
 	if wantsHelp(args) {
-		p.writeHelp(stdout, calibrateSummary)
+		p.writeHelp(stdout, twinExperimental+calibrateSummary)
 		return 0
 	}
 	if err := p.parse(args); err != nil {

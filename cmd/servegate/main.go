@@ -1,7 +1,7 @@
 // Command servegate benchmarks LLM servers and gates regressions.
 //
 //	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
-//	servegate sim ...     the vLLM-compatible simulator server (sim calibrate: a twin's profile)
+//	servegate sim ...     the vLLM-compatible simulator server (sim calibrate: a twin, experimental)
 //	servegate sweep ...   find the highest request rate that meets a scenario's SLOs
 //	servegate compare ... gate a pull request: base and head in pairs, then the verdict
 //	servegate gate ...    compare benchmark results and fail on regressions
@@ -32,7 +32,8 @@ commands:
   bench   benchmark a server: a drop-in for 'vllm bench serve' (same flags,
           same console report), plus --scenario, --target, --report
   sim     run the vLLM-compatible simulator server; 'sim calibrate' fits a
-          simulator profile (a twin) to runs against a real server
+          simulator profile (a twin, experimental) to runs against a
+          real server
   sweep   find the highest request rate at which a scenario's SLOs hold
   compare gate a pull request: BASE and HEAD (default: the working tree)
           run each scenario in pairs until the verdict ends

@@ -9,8 +9,8 @@ import (
 )
 
 const simUsage = `usage: servegate sim [flags]
-       servegate sim calibrate --output PROFILE.yaml RESULT.json...
-       servegate sim predict --profile FILE --scenario FILE [flags]
+       servegate sim calibrate --output PROFILE.yaml RESULT.json...   (experimental)
+       servegate sim predict --profile FILE --scenario FILE [flags]   (experimental)
 
 Run servegate's vLLM-compatible simulator: an OpenAI API server (vLLM v0.13
 wire format) in front of a continuous-batching model that runs in real time,
@@ -18,7 +18,14 @@ for benchmarks with no GPU and no model. Flags override SERVEGATE_SIM_*
 environment variables, which override the profile. 'servegate sim calibrate'
 fits a profile to runs against a real server; 'servegate sim predict'
 predicts a scenario's run against a profile in virtual time (see their
---help).
+--help). Both are the twin's, which is experimental.
+
+`
+
+// twinExperimental heads the usage of each of the twin's subcommands
+// until the twin meets its accuracy goal.
+const twinExperimental = `Experimental: the twin misses its 10% accuracy goal on real vLLM
+(docs/twin.md). Its predictions, flags and output may change.
 
 `
 

@@ -19,7 +19,7 @@ import (
 
 const simPredictUsage = `usage: servegate sim predict --scenario FILE [--profile FILE] [flags]
 
-Predict a scenario's run against a simulator profile in virtual time: the
+` + twinExperimental + `Predict a scenario's run against a simulator profile in virtual time: the
 simulator's engine runs the scenario's requests (its dataset, arrival
 schedule, concurrency limit and output lengths) on a simulated clock, with
 no server and no sleeping, and the benchmark's own summary reads the

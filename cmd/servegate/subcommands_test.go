@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,20 @@ func TestCompareIsACommand(t *testing.T) {
 	assert.Contains(t, stdout.String(), "servegate compare [flags] BASE [HEAD]")
 	assert.Equal(t, 2, run(context.Background(), []string{"compare"}, &bytes.Buffer{}, &stderr))
 	assert.Contains(t, stderr.String(), "want BASE")
+}
+
+// TestTwinCommandsSayExperimental: the twin misses its accuracy goal,
+// so each of its commands says it is experimental in its usage.
+func TestTwinCommandsSayExperimental(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim", "calibrate", "--help"},
+		{"sim", "predict", "--help"},
+		{"sim", "--help"},
+		{"sweep", "--help"},
+		{"--help"},
+	} {
+		var out bytes.Buffer
+		run(context.Background(), args, &out, &out)
+		assert.Contains(t, strings.ToLower(out.String()), "experimental", "servegate %v", args)
+	}
 }

@@ -29,7 +29,8 @@ edge is interpolated from the two steps' margins (how far inside their
 tightest bound they stayed); --benchfmt's max-rate-req/s is that edge. The scenario's capacity block sets the defaults;
 a scenario without one is searched with the built-in defaults.
 
-With --virtual no server starts: each step is predicted in virtual time
+With --virtual (experimental: the twin misses its 10% accuracy goal on
+real vLLM, docs/twin.md) no server starts: each step is predicted in virtual time
 against a simulator profile (as servegate sim predict does), so the search
 takes seconds: --profile FILE, or without it the scenario's own simulator
 (a sim or inproc target's profile and args). The result is a prediction of
@@ -70,7 +71,7 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 	fs.StringVar(&a.benchfmt, "benchfmt", "", "append a max-rate-req/s benchfmt line per search to this `file`")
 	fs.StringVar(&a.report, "report", "", "write a self-contained HTML report (the steps against their rate, and the run at the highest passing rate) to this `file`")
 	fs.IntVar(&a.count, "count", 1, "run the search this many times (one benchfmt line each)")
-	fs.BoolVar(&a.virtual, "virtual", false, "predict each step in virtual time against --profile instead of running a server")
+	fs.BoolVar(&a.virtual, "virtual", false, "experimental: predict each step in virtual time against --profile instead of running a server")
 	fs.StringVar(&a.profile, "profile", "", "with --virtual, the simulator profile: a shipped name or a YAML `file` (default: the scenario's own simulator)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), sweepUsage)
