@@ -154,13 +154,13 @@ predict "$profile" "$out/predicted" || exit 2
 
 mflags=()
 for d in "${measdirs[@]}"; do mflags+=(-measured "$d"); done
-go run ./scenarios/vllm/twintable "${mflags[@]}" -predicted "$out/predicted" -capacity "$capacity" -tolerance "$tol" "${held[@]}" | tee "$out/table.md"
+go run ./internal/twin/twintable "${mflags[@]}" -predicted "$out/predicted" -capacity "$capacity" -tolerance "$tol" "${held[@]}" | tee "$out/table.md"
 code=${PIPESTATUS[0]}
 if [ "${#measdirs[@]}" -ge 3 ]; then
 	# The floor: how far one session of the real server is from the
 	# median of the others. No twin predicts a session better.
 	echo
-	go run ./scenarios/vllm/twintable -repeat "${mflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/repeat.md"
+	go run ./internal/twin/twintable -repeat "${mflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/repeat.md"
 	if [ "${CROSS:-}" = 1 ]; then
 		# Each session's own twin against the other sessions.
 		cflags=()
@@ -173,7 +173,7 @@ if [ "${#measdirs[@]}" -ge 3 ]; then
 			cflags+=(-measured "${measdirs[$i]}" -predicted "$d")
 		done
 		echo
-		go run ./scenarios/vllm/twintable -cross "${cflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/cross.md"
+		go run ./internal/twin/twintable -cross "${cflags[@]}" -capacity "$capacity" "${held[@]}" | tee "$out/cross.md"
 	fi
 elif [ "${CROSS:-}" = 1 ]; then
 	echo "twin-check: CROSS=1 needs 3 or more FROM sessions"

@@ -50,7 +50,7 @@ func TestScenarios(t *testing.T) {
 // TestTwin runs the twin's calibration set (twin/cal.yaml) and held-out
 // set (twin/held.yaml) on one vLLM container (issue #30): their detailed
 // results are what `servegate sim calibrate` fits and what
-// scenarios/vllm/twin-check.sh compares the twin's predictions with.
+// internal/twin/twin-check.sh compares the twin's predictions with.
 //
 // It takes about 8 minutes (a capacity search among them), so plain
 // `SERVEGATE_TARGET=vllm go test ./scenarios/vllm/` skips it unless
@@ -58,7 +58,7 @@ func TestScenarios(t *testing.T) {
 func TestTwin(t *testing.T) {
 	requireVLLM(t)
 	if os.Getenv("SERVEGATE_TWIN") != "1" {
-		t.Skip("the twin's runs take about 8 minutes: scenarios/vllm/twin-check.sh runs them (or set SERVEGATE_TWIN=1)")
+		t.Skip("the twin's runs take about 8 minutes: internal/twin/twin-check.sh runs them (or set SERVEGATE_TWIN=1)")
 	}
 	benchtest.RunDir(t, "twin")
 }

@@ -55,7 +55,7 @@ func TestFloorSessions(t *testing.T) {
 // goal below one of these figures cannot be met by any twin of this
 // server here; twintable -repeat prints the per-session table.
 //
-//	go test -run '^$' -bench Floor ./scenarios/vllm/twintable/
+//	go test -run '^$' -bench Floor ./internal/twin/twintable/
 func BenchmarkFloor(b *testing.B) {
 	dirs, held := floorSessions(b)
 	var r *Repeatability

@@ -1,11 +1,11 @@
 // Command twintable compares a twin's predictions with measured runs
-// (issue #30) and prints the table figure × scenario (predicted, measured,
+// and prints the table figure × scenario (predicted, measured,
 // error) and whether the goal is met: the median |error| of each figure
 // (median and p90 TTFT, median TPOT, output throughput) across the
 // held-out scenarios within the tolerance, and the capacity within it.
-// scenarios/vllm/twin-check.sh runs it.
+// internal/twin/twin-check.sh runs it.
 //
-//	go run ./scenarios/vllm/twintable -measured OUT -predicted PRED \
+//	go run ./internal/twin/twintable -measured OUT -predicted PRED \
 //	    -capacity twin-ho-capacity twin-ho-a twin-ho-b ...
 //
 // -measured may be repeated: each figure is then the median of the

@@ -15,7 +15,7 @@ import (
 	"github.com/servegate/servegate/internal/stats"
 )
 
-// Figures are the per-scenario figures the twin predicts (issue #30): the
+// Figures are the per-scenario figures the twin predicts: the
 // keys of vLLM's result JSON, read the same way from a measured run and
 // from a prediction.
 var Figures = []string{"median_ttft_ms", "p90_ttft_ms", "median_tpot_ms", "output_throughput"}
