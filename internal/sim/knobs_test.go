@@ -24,7 +24,7 @@ func TestProfilesLoadAndValidate(t *testing.T) {
 	p, err := LoadProfile("gpu-8b")
 	require.NoError(t, err)
 	require.Equal(t, 256, p.MaxNumSeqs)
-	// The twin of real vLLM on CPU keeps what that server states (#30).
+	// The twin of real vLLM on CPU keeps what that server states.
 	p, err = LoadProfile("cpu-vllm-tiny")
 	require.NoError(t, err)
 	require.Equal(t, 128, p.BlockSize)

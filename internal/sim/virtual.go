@@ -9,12 +9,11 @@ import (
 	"time"
 )
 
-// This file is the contract of the virtual clock (issue #30): the same
-// engine that serves HTTP in real time replays a list of requests in
-// simulated time, orders of magnitude faster. Calibration (servegate sim
-// calibrate) and capacity prediction (servegate sweep --virtual) call
-// Replay; neither re-implements the engine. The engine's step loop runs
-// on a clock (clock.go); Replay's is virtualClock below.
+// This file is the contract of the virtual clock. The engine that serves
+// HTTP in real time also replays requests in simulated time. A replay runs
+// orders of magnitude faster. Calibration and capacity prediction call
+// Replay, and neither re-implements the engine. The engine's step loop
+// runs on a clock from clock.go; Replay's clock is virtualClock below.
 
 // VirtualRequest is one request of a replay.
 type VirtualRequest struct {
