@@ -33,6 +33,7 @@ type engine struct {
 	steps   stepLog
 	inbox   []*seq
 	aborted []*seq
+	resets  []resetRequest
 	wake    chan struct{}
 	stats   engineStats
 	metrics *metrics
@@ -100,6 +101,31 @@ func (e *engine) abort(s *seq) {
 	e.poke()
 }
 
+// A resetRequest asks the engine to forget its prefix cache; done gets
+// whether it did.
+type resetRequest struct {
+	// external also empties the offload tier.
+	external bool
+	done     chan bool
+}
+
+// resetPrefixCache forgets the cached prefixes at the engine's next
+// step boundary. It reports false, as vLLM does, while running
+// sequences hold KV blocks.
+func (e *engine) resetPrefixCache(ctx context.Context, external bool) (bool, error) {
+	r := resetRequest{external: external, done: make(chan bool, 1)}
+	e.mu.Lock()
+	e.resets = append(e.resets, r)
+	e.mu.Unlock()
+	e.poke()
+	select {
+	case ok := <-r.done:
+		return ok, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
 func (e *engine) poke() {
 	select {
 	case e.wake <- struct{}{}:
@@ -152,8 +178,8 @@ func (e *engine) run(ctx context.Context) {
 // drainInbox moves new sequences to the waiting queue and drops aborted ones.
 func (e *engine) drainInbox() {
 	e.mu.Lock()
-	inbox, aborted := e.inbox, e.aborted
-	e.inbox, e.aborted = nil, nil
+	inbox, aborted, resets := e.inbox, e.aborted, e.resets
+	e.inbox, e.aborted, e.resets = nil, nil, nil
 	e.mu.Unlock()
 	for _, s := range inbox {
 		s.state = seqWaiting
@@ -169,6 +195,13 @@ func (e *engine) drainInbox() {
 		s.state = seqDone
 		s.drop()
 		s.deliver(nil, e.clk.now(), "abort")
+	}
+	for _, r := range resets {
+		ok := e.kv.resetPrefix()
+		if ok && r.external && e.kv.offload != nil {
+			e.kv.offload.reset()
+		}
+		r.done <- ok
 	}
 }
 

@@ -155,6 +155,19 @@ func (c *kvCache) release(ids []int) {
 	}
 }
 
+// resetPrefix forgets every cached block, as vLLM's reset_prefix_cache
+// does. Like vLLM it refuses, returning false, while a block is in use.
+func (c *kvCache) resetPrefix() bool {
+	if c.free.Len() != len(c.blocks) {
+		return false
+	}
+	clear(c.cached)
+	for i := range c.blocks {
+		c.blocks[i].hashed = false
+	}
+	return true
+}
+
 // blockHash chains a block's tokens onto its parent block's hash.
 func blockHash(parent uint64, tokens []int) uint64 {
 	h := fnv.New64a()

@@ -32,6 +32,12 @@ func (o *offloadTier) store(h uint64) {
 	}
 }
 
+// reset drops every block the tier holds.
+func (o *offloadTier) reset() {
+	o.order.Init()
+	clear(o.byHash)
+}
+
 // match returns how many of hashes, from the first, the tier holds, and
 // marks them used.
 func (o *offloadTier) match(hashes []uint64) int {

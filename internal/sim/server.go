@@ -179,6 +179,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /debug/requests/{id}", s.handleTruth)
 	m.HandleFunc("GET /debug/steps", s.handleSteps)
+	m.HandleFunc("POST /reset_prefix_cache", s.handleResetPrefixCache)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if cw, ok := w.(*countingWriter); ok {
 			cw.unrouted = true // counted under the handler "none"
@@ -190,6 +191,23 @@ func (s *Server) routes() {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
+}
+
+// handleResetPrefixCache empties the prefix cache, as vLLM's dev-mode
+// route does; reset_external=true empties the offload tier too. vLLM
+// answers 200 even when blocks in use made it refuse; the simulator
+// answers 409 then, so that a caller can tell.
+func (s *Server) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	external, _ := strconv.ParseBool(r.URL.Query().Get("reset_external"))
+	ok, err := s.eng.resetPrefixCache(r.Context(), external)
+	switch {
+	case err != nil:
+		writeError(w, newError(http.StatusServiceUnavailable, "reset prefix cache: %v", err))
+	case !ok:
+		writeError(w, newError(http.StatusConflict, "Failed to reset prefix cache: running requests hold KV blocks."))
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
 }
 
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
