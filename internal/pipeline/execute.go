@@ -51,6 +51,9 @@ type Outcome struct {
 	// scrape them. Its problems (and the checks it allows) are in
 	// Result.Warnings.
 	Server *servermetrics.Summary
+	// PrefixCache says whether the server's prefix cache was emptied
+	// before the run; nil when no reset was tried (a prediction).
+	PrefixCache *PrefixCacheReset
 	// Pair is the pair label of a paired run (SERVEGATE_PAIR), written
 	// as the benchfmt configuration key pair:; "" otherwise.
 	Pair string
@@ -93,6 +96,7 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 	if hooks.Starting != nil {
 		hooks.Starting(max(len(plan.samples), len(plan.convs)))
 	}
+	reset := resetPrefixCache(ctx, tgt, plan.Engine.Headers)
 	rec := startServerMetrics(ctx, plan, tgt)
 	if rec != nil {
 		cfg.Started = func() { rec.Start(ctx) }
@@ -115,7 +119,7 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 		}
 		return nil, err
 	}
-	return NewOutcome(plan, tgt, res, server), nil
+	return newOutcome(plan, tgt, res, server, reset), nil
 }
 
 // NewOutcome judges a finished run of plan against tgt: vLLM's summary of
@@ -125,9 +129,17 @@ func executeOnce(ctx context.Context, plan *Plan, tgt *Target, hooks Hooks) (*Ou
 // virtual time (internal/twin) makes its own from simulated records, so
 // that a prediction and a measurement are read the same way.
 func NewOutcome(plan *Plan, tgt *Target, res *engine.Result, server *servermetrics.Summary) *Outcome {
+	return newOutcome(plan, tgt, res, server, nil)
+}
+
+// newOutcome is NewOutcome with the run's prefix-cache reset.
+func newOutcome(plan *Plan, tgt *Target, res *engine.Result, server *servermetrics.Summary, reset *PrefixCacheReset) *Outcome {
 	sum := metrics.Summarize(res.Records, res.Duration, plan.Summary)
 	sum.Health = res.Health
-	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum, Server: server}
+	o := &Outcome{Plan: plan, Target: tgt, Result: res, Summary: sum, Server: server, PrefixCache: reset}
+	if err := reset.warning(); err != nil {
+		res.Warnings = append(res.Warnings, err)
+	}
 	o.lookup = scenario.WithDerived(measured(sum))
 	if server != nil {
 		o.lookup = serverLookup(o.lookup, server)
@@ -268,6 +280,9 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 	if o.Server != nil {
 		info.Appendix = append(serverFields(o.Server, o.Target.ServeArgs, o.Result.Start, detailed), info.Appendix...)
 	}
+	if o.PrefixCache != nil {
+		info.Appendix = append([]metrics.Field{o.PrefixCache.field()}, info.Appendix...)
+	}
 	return o.Summary.ResultJSON(info, detailed)
 }
 
@@ -276,6 +291,9 @@ func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 // when the run is invalid (the key is absent from a valid run's result).
 func (o *Outcome) BenchConfig() []report.BenchConfig {
 	cfg := benchConfig(o.Plan, o.Target)
+	if o.PrefixCache != nil {
+		cfg = append(cfg, o.PrefixCache.benchConfig())
+	}
 	if why := o.Invalid(); why != "" {
 		cfg = append(cfg, report.Invalid(why))
 	}

@@ -65,7 +65,7 @@ var hitRates = struct {
 
 // serverWarnings checks a run against its server's metrics: the client's
 // and the server's output token counts, and a prefix cache that earlier
-// runs warmed (vLLM issue #52884).
+// runs warmed (vLLM issue #52884) and no reset emptied.
 func serverWarnings(o *Outcome) []error {
 	s, plan := o.Server, o.Plan
 	var out []error
@@ -81,7 +81,8 @@ func serverWarnings(o *Outcome) []error {
 			out = append(out, fmt.Errorf("server metrics: the server generated %.0f tokens during the run, the client counted %.0f", gen, client))
 		}
 	}
-	if hits := s.Before[servermetrics.PrefixCacheHits]; hits > 0 && !sharesPrefix(plan.Dataset) {
+	reset := o.PrefixCache != nil && o.PrefixCache.Done
+	if hits := s.Before[servermetrics.PrefixCacheHits]; hits > 0 && !reset && !sharesPrefix(plan.Dataset) {
 		out = append(out, fmt.Errorf("%w: the server had already served %.0f cached prompt tokens before this run, whose dataset declares no shared prefix; prompts of earlier runs may be cached and inflate its results (vLLM issue #52884)", ErrPrefixCacheWarm, hits))
 	}
 	if rate, ok := s.Value("prefix_cache_hit_rate"); ok {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/report"
 	"github.com/servegate/servegate/internal/sim"
 )
 
@@ -92,15 +95,52 @@ func TestExecuteScrapesServerMetrics(t *testing.T) {
 	assert.True(t, units["server-ttft-p99-sec"])
 }
 
-// TestContaminationWarnings: a second run of the same prompts on the same
-// server finds the prefix cache warm, and says so.
+// noReset serves a simulator without its prefix-cache reset, as a
+// server that offers none.
+func noReset(t *testing.T) *Target {
+	t.Helper()
+	srv, err := sim.New(sim.Config{Profile: "instant"})
+	require.NoError(t, err)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ResetPath {
+			http.NotFound(w, r)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return &Target{Kind: scenario.TargetURL, BaseURL: hs.URL, Model: srv.Params().Model, ServedModelName: srv.Params().Model}
+}
+
+// TestContaminationWarnings: on a server that offers no reset, a second
+// run of the same prompts finds the prefix cache warm and says so; the
+// run's record says the cache was not reset.
 func TestContaminationWarnings(t *testing.T) {
-	o, tgt := executeScenario(t, serverScenario, nil)
+	tgt := noReset(t)
+	o, _ := executeScenario(t, serverScenario, tgt)
 	require.Empty(t, o.Result.Warnings)
+	require.NotNil(t, o.PrefixCache)
+	assert.False(t, o.PrefixCache.Done)
+	assert.Contains(t, o.PrefixCache.Note, "no POST /reset_prefix_cache (status 404)")
+	assert.Contains(t, o.BenchConfig(), report.BenchConfig{Key: "prefix-cache", Value: "not reset"})
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(o.ResultJSON(o.RunInfo(), false), &res))
+	assert.Equal(t, map[string]any{"reset": false, "note": o.PrefixCache.Note}, res["prefix_cache"])
+
 	o, _ = executeScenario(t, serverScenario, tgt)
 	assert.Contains(t, fmt.Sprint(o.Result.Warnings), "had already served", "hits before a run that declares no shared prefix")
 
-	const repeated = `
+	o, _ = executeScenario(t, repeatedScenario, tgt)
+	assert.NotContains(t, fmt.Sprint(o.Result.Warnings), "had already served", "prefix_repetition declares sharing")
+	first, ok := o.Server.Value("prefix_cache_hit_rate")
+	require.True(t, ok)
+	o, _ = executeScenario(t, repeatedScenario, tgt)
+	second, _ := o.Server.Value("prefix_cache_hit_rate")
+	require.Greater(t, second, first, "the repeat finds its prefixes cached")
+	assert.Contains(t, fmt.Sprint(o.Result.Warnings), "grew from")
+}
+
+const repeatedScenario = `
 name: repeated
 target: {kind: inproc, profile: instant}
 dataset: {name: prefix_repetition, num_prompts: 20, prefix_len: 64, suffix_len: 16, num_prefixes: 10, output_len: 4}
@@ -108,14 +148,92 @@ load: {request_rate: 100}
 server_metrics: {interval: 100ms}
 harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
 `
-	o, _ = executeScenario(t, repeated, tgt)
-	assert.NotContains(t, fmt.Sprint(o.Result.Warnings), "had already served", "prefix_repetition declares sharing")
-	first, ok := o.Server.Value("prefix_cache_hit_rate")
-	require.True(t, ok)
-	o, _ = executeScenario(t, repeated, tgt)
+
+// TestPrefixCacheReset: the simulator empties its prefix cache before
+// every run, so repeats on one target neither warn nor find earlier
+// prompts cached, and their records say the cache was reset.
+func TestPrefixCacheReset(t *testing.T) {
+	o, tgt := executeScenario(t, serverScenario, nil)
+	for range 2 {
+		require.Equal(t, &PrefixCacheReset{Done: true, Offered: true}, o.PrefixCache)
+		assert.Empty(t, o.Result.Warnings)
+		o, _ = executeScenario(t, serverScenario, tgt)
+	}
+	assert.Contains(t, o.BenchConfig(), report.BenchConfig{Key: "prefix-cache", Value: "reset"})
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(o.ResultJSON(o.RunInfo(), false), &res))
+	assert.Equal(t, map[string]any{"reset": true}, res["prefix_cache"])
+
+	o, tgt = executeScenario(t, repeatedScenario, nil)
+	first, _ := o.Server.Value("prefix_cache_hit_rate")
+	o, _ = executeScenario(t, repeatedScenario, tgt)
 	second, _ := o.Server.Value("prefix_cache_hit_rate")
-	require.Greater(t, second, first, "the repeat finds its prefixes cached")
-	assert.Contains(t, fmt.Sprint(o.Result.Warnings), "grew from")
+	assert.NotContains(t, fmt.Sprint(o.Result.Warnings), "grew from", "hit rates %.3f then %.3f", first, second)
+}
+
+// firstTurns is a session scenario whose first turns each carry 2,048
+// tokens of their own: 102 ms of modelled prefill when nothing is cached.
+const firstTurns = `
+name: first-turns
+target:
+  kind: inproc
+  profile: instant
+  args: [--prefill_token_us=50, --step_fixed_ms=1]
+sessions:
+  source:
+    kind: synthetic
+    num_conversations: 4
+    prompt_input:
+      num_turns: {distribution: constant, value: 4}
+      prefix_num_tokens: {distribution: constant, value: 2048}
+      num_tokens: {distribution: constant, value: 16}
+    prompt_output:
+      num_tokens: {distribution: constant, value: 4}
+  max_active: 1
+load: {max_duration: 1m}
+harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
+`
+
+// TestFirstTurnTTFTStaysAcrossRuns: repeated runs of one session
+// scenario on one target (go test -count) start on an empty cache, so
+// their first turns pay the whole prefill each time. On a server that
+// offers no reset, the second run's first turns are cached.
+//
+// The bound cannot fail by noise. A first turn's modelled prefill is
+// 2,048 x 50 µs = 102.4 ms, and the simulator's clock only overshoots a
+// modelled step, never cuts it short. A cached first turn recomputes at
+// most one block of 16 tokens, under 2 ms of prefill, and its TTFT
+// exceeds 51 ms only when a request waits 49 ms for nothing.
+func TestFirstTurnTTFTStaysAcrossRuns(t *testing.T) {
+	const floor = 2048 * 50e-3 // ms of modelled prefill
+	o, tgt := executeScenario(t, firstTurns, nil)
+	for run := 1; run <= 3; run++ {
+		first := o.Summary.Sessions.TTFTFirstTurn.Median
+		require.GreaterOrEqual(t, first, floor, "run %d: median first-turn TTFT %.1f ms", run, first)
+		o, _ = executeScenario(t, firstTurns, tgt)
+	}
+
+	plain := parse(t, firstTurns)
+	plain.Target = scenario.Target{Kind: scenario.TargetInproc, Profile: "instant", Args: plain.Target.Args}
+	srv, err := StartTarget(t.Context(), plain.Target, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	u, err := url.Parse(srv.BaseURL)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ResetPath {
+			http.NotFound(w, r)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	bare := *srv
+	bare.BaseURL = hs.URL
+	executeScenario(t, firstTurns, &bare)
+	o, _ = executeScenario(t, firstTurns, &bare)
+	assert.Less(t, o.Summary.Sessions.TTFTFirstTurn.Median, floor/2, "without a reset, the repeat's first turns are cached")
 }
 
 // TestNoMetricsEndpointIsANote: a server without /metrics runs as usual,

@@ -141,6 +141,10 @@ func containerLogs(ctr testcontainers.Container) func(ctx context.Context) (stri
 	}
 }
 
+// devModeEnv turns on vLLM's development routes, /reset_prefix_cache
+// among them.
+const devModeEnv = "VLLM_SERVER_DEV_MODE"
+
 // startVLLM runs a real vLLM CPU image (containers/vllm): target.model
 // served offline (vllm.WithOfflineModel: the shipped tiny model when empty,
 // a local directory mounted read-only, or a model id from the host's
@@ -160,6 +164,9 @@ func startVLLM(ctx context.Context, spec scenario.Target, log io.Writer) (*Targe
 	if len(spec.Args) > 0 {
 		opts = append(opts, vllm.WithExtraArgs(spec.Args...))
 	}
+	// The development routes give the reset of the prefix cache before
+	// each run; target.env may turn them off.
+	opts = append(opts, vllm.WithEnv(map[string]string{devModeEnv: "1"}))
 	if len(spec.Env) > 0 {
 		opts = append(opts, vllm.WithEnv(spec.Env))
 	}
