@@ -108,7 +108,7 @@ func TestActions(t *testing.T) {
 			}
 			assert.Equal(t, "bash", s.Shell, "%s: step %q", path, s.Name)
 			assert.NotContains(t, s.Run, "${{", "%s: step %q takes expressions through env, never into its script", path, s.Name)
-			if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") || strings.Contains(s.Run, "prcomment") {
+			if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") || strings.Contains(s.Run, "servegate comment") {
 				assert.Contains(t, s.If, "always()", "%s: step %q runs after a failure", path, s.Name)
 			}
 		}

@@ -8,6 +8,7 @@
 //	servegate report ...  summarise a saved detailed result again
 //	servegate merge ...   merge the detailed results of a sharded run
 //	servegate history ... keep results per commit, draw them, export them
+//	servegate comment ... the pull request comment and the job status
 //
 // Run `servegate <command> --help` for each command's flags.
 package main
@@ -42,6 +43,8 @@ commands:
   merge   merge the shards' detailed results of one run (bench --shard)
   history keep results per runner type and commit (add, prune), write the
           dashboard (site), export for Bencher or Apache Otava (export)
+  comment put the verdict on a pull request as one comment (post), print
+          the job's status from the gate's exit code (status)
 
 Run 'servegate <command> --help' for the flags of a command.
 `
@@ -79,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runMerge(ctx, args[1:], stdout, stderr)
 	case "history":
 		return runHistory(ctx, args[1:], stdout, stderr)
+	case "comment":
+		return runComment(ctx, args[1:], os.Getenv, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "servegate: unknown command %q\n\n%s", args[0], usage)
 	return 2

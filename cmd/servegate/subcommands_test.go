@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +86,20 @@ func TestTwinCommandsSayExperimental(t *testing.T) {
 		run(context.Background(), args, &out, &out)
 		assert.Contains(t, strings.ToLower(out.String()), "experimental", "servegate %v", args)
 	}
+}
+
+// TestComment: the comment subcommand prints the job status and a dry
+// run's body; a wrong flag is exit 2.
+func TestComment(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 1, runComment(context.Background(), []string{"status", "--exit", "1"}, func(string) string { return "" }, &stdout, &stderr))
+	assert.Equal(t, "::error title=servegate: regression::a gated unit regressed beyond its tolerance (gate exit 1)\n", stdout.String())
+	md := filepath.Join(t.TempDir(), "gate.md")
+	require.NoError(t, os.WriteFile(md, []byte("report\n"), 0o644))
+	stdout.Reset()
+	assert.Equal(t, 0, runComment(context.Background(), []string{"post", "-markdown", md, "-exit", "0", "-dry-run"}, func(string) string { return "" }, &stdout, &stderr), stderr.String())
+	assert.True(t, strings.HasPrefix(stdout.String(), "<!-- servegate-gate -->\n## ✅ servegate: pass"), stdout.String())
+	stderr.Reset()
+	assert.Equal(t, 2, run(context.Background(), []string{"comment", "post", "-no-such-flag"}, &bytes.Buffer{}, &stderr))
+	assert.Contains(t, stderr.String(), "no-such-flag")
 }

@@ -1,4 +1,4 @@
-package main
+package comment
 
 import (
 	"encoding/json"
@@ -7,42 +7,43 @@ import (
 	"strings"
 
 	"github.com/servegate/servegate/internal/gate"
+	"github.com/servegate/servegate/internal/mdsafe"
 	"github.com/servegate/servegate/internal/site"
 )
 
-// maxBody is the longest comment GitHub takes (65536 characters), less
+// MaxBody is the longest comment GitHub takes (65536 characters), less
 // room for the truncation note.
-const maxBody = 65000
+const MaxBody = 65000
 
 // maxList is where the list of regressed units is cut, in bytes of the
-// comment so far: room is left for the gate's report.
-const maxList = maxBody / 2
+// comment so far. Room is left for the gate's report.
+const maxList = MaxBody / 2
 
-// A bodyInput is what the comment is made of.
-type bodyInput struct {
+// An Input is what the comment is made of.
+type Input struct {
 	// Markdown is the gate's Markdown report, included verbatim.
 	Markdown string
-	// JSON is the gate's JSON report (nil when the gate wrote none).
+	// JSON is the gate's JSON report, nil when the gate wrote none.
 	JSON []byte
 	// Exit is the gate's exit code.
 	Exit int
 	// SiteURL and Runner locate the dashboard's charts ("" for no links).
 	SiteURL, Runner string
-	// Marker is the hidden marker's id.
+	// Marker is the hidden marker's id; "" means DefaultMarker.
 	Marker string
 }
 
-// markerOf is the hidden HTML comment that finds the comment again.
-func markerOf(id string) string { return "<!-- " + id + " -->" }
-
-// commentBody writes the comment: the hidden marker, the verdict, the
-// regressed units (change, p-value, runs, a link to each chart), the
-// number of runs, then the gate's Markdown report verbatim.
-func commentBody(in bodyInput) (string, error) {
+// Body writes the comment. It holds the hidden marker, the verdict, the
+// regressed units with their change, p-value, runs and chart, the number
+// of runs, then the gate's Markdown report verbatim.
+func Body(in Input) (string, error) {
+	if in.Marker == "" {
+		in.Marker = DefaultMarker
+	}
 	var b strings.Builder
-	v := verdictOf(in.Exit)
-	b.WriteString(markerOf(in.Marker) + "\n")
-	fmt.Fprintf(&b, "## %s %s\n\n%s.\n\n", v.icon, v.title, upperFirst(v.text))
+	v := VerdictOf(in.Exit)
+	b.WriteString(Marker(in.Marker) + "\n")
+	fmt.Fprintf(&b, "## %s %s\n\n%s.\n\n", v.Icon, v.Title, upperFirst(v.Text))
 	var rep *gate.Report
 	if len(in.JSON) > 0 {
 		rep = &gate.Report{}
@@ -51,38 +52,18 @@ func commentBody(in bodyInput) (string, error) {
 		}
 	}
 	if rep != nil {
-		if fails := rep.Failures(); len(fails) > 0 {
-			fmt.Fprintf(&b, "**Regressed (%d):**\n\n", len(fails))
-			for i, c := range fails {
-				// The list is cut at half the comment, or a broken build
-				// that regresses every unit makes a body GitHub refuses.
-				if b.Len() > maxList {
-					fmt.Fprintf(&b, "- … and %d more: see the gate's report below\n", len(fails)-i)
-					break
-				}
-				name := fmt.Sprintf("`%s` of `%s`", c.Unit, c.Benchmark)
-				if in.SiteURL != "" {
-					name = fmt.Sprintf("[%s](%s)", name, site.ChartURL(in.SiteURL, in.Runner, c.Benchmark, c.Unit))
-				}
-				p := c.PAdjusted
-				if p == 0 {
-					p = c.P
-				}
-				fmt.Fprintf(&b, "- %s: %s (%s; base %s, head %s)\n", name, change(c.Delta), pValue(p), side(c.Base), side(c.Head))
-			}
-			b.WriteString("\n")
-		}
+		writeRegressions(&b, rep, in)
 		base, head := runs(rep)
 		fmt.Fprintf(&b, "It took %d base and %d head run(s) per scenario", base, head)
 		if in.SiteURL != "" {
-			fmt.Fprintf(&b, "; the history of main is on the [dashboard](%s)", in.SiteURL)
+			fmt.Fprintf(&b, "; the history of main is on the [dashboard](%s)", mdsafe.URL(in.SiteURL))
 		}
 		b.WriteString(".\n\n")
 	}
 	b.WriteString("<details open><summary>The gate's report</summary>\n\n")
 	md := in.Markdown
-	if room := maxBody - b.Len() - 100; len(md) > room {
-		md = strings.ToValidUTF8(md[:max(room, 0)], "") + "\n\n… (cut: the full report is in the job summary and the artifact)"
+	if room := MaxBody - b.Len() - 200; len(md) > room {
+		md = cut(md, max(room, 0)) + "\n\n… (cut: the full report is in the job summary and the artifact)\n"
 	}
 	b.WriteString(md)
 	if !strings.HasSuffix(md, "\n") {
@@ -90,6 +71,35 @@ func commentBody(in bodyInput) (string, error) {
 	}
 	b.WriteString("\n</details>\n")
 	return b.String(), nil
+}
+
+// writeRegressions lists the regressed units. Names are code spans and
+// never a link's text: the link to each chart stands beside them.
+func writeRegressions(b *strings.Builder, rep *gate.Report, in Input) {
+	fails := rep.Failures()
+	if len(fails) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "**Regressed (%d):**\n\n", len(fails))
+	for i, c := range fails {
+		// The list is cut at half the comment, or a broken build that
+		// regresses every unit makes a body GitHub refuses.
+		if b.Len() > maxList {
+			fmt.Fprintf(b, "- … and %d more: see the gate's report below\n", len(fails)-i)
+			break
+		}
+		p := c.PAdjusted
+		if p == 0 {
+			p = c.P
+		}
+		fmt.Fprintf(b, "- %s of %s: %s (%s; base %s, head %s)", mdsafe.Code(c.Unit), mdsafe.Code(c.Benchmark),
+			change(c.Delta), pValue(p), side(c.Base), side(c.Head))
+		if in.SiteURL != "" {
+			fmt.Fprintf(b, ", [chart](%s)", mdsafe.URL(site.ChartURL(in.SiteURL, in.Runner, c.Benchmark, c.Unit)))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // runs returns the most base and head runs of any comparison.

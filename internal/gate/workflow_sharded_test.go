@@ -106,12 +106,12 @@ func TestShardedWorkflowTemplate(t *testing.T) {
 	var all []string
 	for _, s := range g.Steps {
 		all = append(all, s.Uses+" "+s.Run)
-		if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") || strings.Contains(s.Run, "prcomment") {
+		if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") || strings.Contains(s.Run, "servegate comment") {
 			assert.Contains(t, s.If, "always()", s.Name)
 		}
 	}
 	joined := strings.Join(all, "\n")
-	for _, want := range []string{"actions/download-artifact", `-merge -shards "$SHARDS"`, "-markdown", "GITHUB_STEP_SUMMARY", "prcomment post", "prcomment status -exit", `echo "exit=${PIPESTATUS[0]}"`} {
+	for _, want := range []string{"actions/download-artifact", `-merge -shards "$SHARDS"`, "-markdown", "GITHUB_STEP_SUMMARY", "servegate comment post", "servegate comment status -exit", `echo "exit=${PIPESTATUS[0]}"`} {
 		assert.Contains(t, joined, want)
 	}
 
