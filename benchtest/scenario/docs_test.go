@@ -15,13 +15,29 @@ import (
 	"github.com/servegate/servegate/internal/metrics"
 )
 
-const docsPath = "../../docs/scenarios.md"
+// docsPath is the scenario reference; sessionsPath is its multi-turn
+// part, the guide to the sessions block.
+const (
+	docsPath     = "../../docs/scenarios.md"
+	sessionsPath = "../../docs/sessions.md"
+)
 
-// TestDocsListEveryKey keeps docs/scenarios.md true: every key of the
-// schema appears in it as `key`.
+// readDocs returns the scenario reference and the sessions guide, joined.
+func readDocs(tb testing.TB) []byte {
+	tb.Helper()
+	var all []byte
+	for _, p := range []string{docsPath, sessionsPath} {
+		doc, err := os.ReadFile(p)
+		require.NoError(tb, err)
+		all = append(append(all, doc...), '\n')
+	}
+	return all
+}
+
+// TestDocsListEveryKey keeps the docs true: every key of the schema
+// appears as `key` in docs/scenarios.md or docs/sessions.md.
 func TestDocsListEveryKey(t *testing.T) {
-	doc, err := os.ReadFile(docsPath)
-	require.NoError(t, err)
+	doc := readDocs(t)
 	var walk func(reflect.Type)
 	seen := map[reflect.Type]bool{}
 	walk = func(ty reflect.Type) {
@@ -42,17 +58,17 @@ func TestDocsListEveryKey(t *testing.T) {
 			if tag == "" || tag == "-" {
 				continue
 			}
-			assert.Contains(t, string(doc), "`"+tag+"`", "docs/scenarios.md does not document key %s (%s.%s)", tag, ty.Name(), f.Name)
+			assert.Contains(t, string(doc), "`"+tag+"`", "docs/scenarios.md and docs/sessions.md do not document key %s (%s.%s)", tag, ty.Name(), f.Name)
 			walk(f.Type)
 		}
 	}
 	walk(reflect.TypeFor[Scenario]())
 }
 
-// TestDocsExamplesLoad parses every YAML example of docs/scenarios.md.
+// TestDocsExamplesLoad parses every YAML example of docs/scenarios.md
+// and docs/sessions.md.
 func TestDocsExamplesLoad(t *testing.T) {
-	doc, err := os.ReadFile(docsPath)
-	require.NoError(t, err)
+	doc := readDocs(t)
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
 	require.GreaterOrEqual(t, len(blocks), 6, "one example per arrival pattern")
 	for _, b := range blocks {

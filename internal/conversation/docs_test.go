@@ -10,19 +10,19 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-const docsPath = "../../docs/scenarios.md"
+const docsPath = "../../docs/sessions.md"
 
-// docsSection returns the "### Conversation sources" section of
-// docs/scenarios.md.
+// docsSection returns the "## Conversation sources" section of
+// docs/sessions.md.
 func docsSection(tb testing.TB) string {
 	tb.Helper()
 	doc, err := os.ReadFile(docsPath)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(doc), "### Conversation sources\n")
+	_, sec, ok := strings.Cut(string(doc), "## Conversation sources\n")
 	if !ok {
-		tb.Fatal("docs/scenarios.md has no section Conversation sources")
+		tb.Fatal("docs/sessions.md has no section Conversation sources")
 	}
 	if i := strings.Index(sec, "\n#"); i >= 0 {
 		sec = sec[:i]
@@ -57,7 +57,7 @@ func TestDocsNameEverything(t *testing.T) {
 	walk(reflect.TypeFor[Source]())
 	for _, w := range words {
 		if !strings.Contains(sec, "`"+w+"`") {
-			t.Errorf("docs/scenarios.md, Conversation sources, does not name `%s`", w)
+			t.Errorf("docs/sessions.md, Conversation sources, does not name `%s`", w)
 		}
 	}
 }
