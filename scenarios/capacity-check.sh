@@ -63,9 +63,9 @@ fi
 search() {
   local n
   n=$(cat "$work/$1.benchfmt" 2>/dev/null | wc -l)
-  "$work/servegate" sweep --scenario scenarios/capacity.yaml --target url --base-url "${url[$1]}" \
-    --benchfmt "$work/$1.benchfmt" >>"$work/sweep-$1.txt" 2>&1
-  line=$(grep 'max goodput rate' "$work/sweep-$1.txt" | tail -1)
+  "$work/servegate" capacity --scenario scenarios/capacity.yaml --target url --base-url "${url[$1]}" \
+    --benchfmt "$work/$1.benchfmt" >>"$work/capacity-$1.txt" 2>&1
+  line=$(grep 'max goodput rate' "$work/capacity-$1.txt" | tail -1)
   echo "capacity-check: $1: $line"
   last=$(sed -n 's/.*max goodput rate: \([0-9.e+]*\) req\/s.*/\1/p' <<<"$line")
   # The lines this search appended, with the highest passing rate as the value.

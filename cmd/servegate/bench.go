@@ -98,7 +98,7 @@ func scenarioPlans(path string, a *benchArgs, fp *benchPlan, p *argParser) ([]*p
 			return nil, overrideError(sc.Name, err)
 		}
 		if sc.Capacity != nil {
-			return nil, fmt.Errorf("scenario %s has a capacity block: run it with servegate sweep --scenario %s", sc.Name, path)
+			return nil, fmt.Errorf("scenario %s has a capacity block: run it with servegate capacity --scenario %s", sc.Name, path)
 		}
 		plan, err := scenarioPlan(over, a, fp, p)
 		if err != nil {

@@ -1,14 +1,14 @@
 // Command servegate benchmarks LLM servers and gates regressions.
 //
-//	servegate bench ...   a drop-in for `vllm bench serve` (same flags and report)
-//	servegate sim ...     the vLLM-compatible simulator server (sim calibrate: a twin, experimental)
-//	servegate sweep ...   find the highest request rate that meets a scenario's SLOs
-//	servegate compare ... gate a pull request: base and head in pairs, then the verdict
-//	servegate gate ...    compare benchmark results and fail on regressions
-//	servegate report ...  summarise a saved detailed result again
-//	servegate merge ...   merge the detailed results of a sharded run
-//	servegate history ... keep results per commit, draw them, export them
-//	servegate comment ... the pull request comment and the job status
+//	servegate bench ...    a drop-in for `vllm bench serve` (same flags and report)
+//	servegate sim ...      the vLLM-compatible simulator server (sim calibrate: a twin, experimental)
+//	servegate capacity ... find the highest request rate that meets a scenario's SLOs
+//	servegate compare ...  gate a pull request: base and head in pairs, then the verdict
+//	servegate gate ...     compare benchmark results and fail on regressions
+//	servegate report ...   summarise a saved detailed result again
+//	servegate merge ...    merge the detailed results of a sharded run
+//	servegate history ...  keep results per commit, draw them, export them
+//	servegate comment ...  the pull request comment and the job status
 //
 // Run `servegate <command> --help` for each command's flags.
 package main
@@ -30,21 +30,21 @@ const usage = `servegate benchmarks LLM serving and gates performance regression
 usage: servegate <command> [flags]
 
 commands:
-  bench   benchmark a server: a drop-in for 'vllm bench serve' (same flags,
-          same console report), plus --scenario, --target, --report
-  sim     run the vLLM-compatible simulator server; 'sim calibrate' fits a
-          simulator profile (a twin, experimental) to runs against a
-          real server
-  sweep   find the highest request rate at which a scenario's SLOs hold
-  compare gate a pull request: BASE and HEAD (default: the working tree)
-          run each scenario in pairs until the verdict ends
-  gate    compare base and head benchmark results; fail on a regression
-  report  summarise a saved detailed result again (console, plots, HTML)
-  merge   merge the shards' detailed results of one run (bench --shard)
-  history keep results per runner type and commit (add, prune), write the
-          dashboard (site), export for Bencher or Apache Otava (export)
-  comment put the verdict on a pull request as one comment (post), print
-          the job's status from the gate's exit code (status)
+  bench    benchmark a server: a drop-in for 'vllm bench serve' (same flags,
+           same console report), plus --scenario, --target, --report
+  sim      run the vLLM-compatible simulator server; 'sim calibrate' fits a
+           simulator profile (a twin, experimental) to runs against a
+           real server
+  capacity find the highest request rate at which a scenario's SLOs hold
+  compare  gate a pull request: BASE and HEAD (default: the working tree)
+           run each scenario in pairs until the verdict ends
+  gate     compare base and head benchmark results; fail on a regression
+  report   summarise a saved detailed result again (console, plots, HTML)
+  merge    merge the shards' detailed results of one run (bench --shard)
+  history  keep results per runner type and commit (add, prune), write the
+           dashboard (site), export for Bencher or Apache Otava (export)
+  comment  put the verdict on a pull request as one comment (post), print
+           the job's status from the gate's exit code (status)
 
 Run 'servegate <command> --help' for the flags of a command.
 `
@@ -70,8 +70,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "sim":
 		return runSim(ctx, args[1:], stdout, stderr)
+	case "capacity":
+		return runCapacity(ctx, args[1:], stdout, stderr)
 	case "sweep":
-		return runSweepCmd(ctx, args[1:], stdout, stderr)
+		// The command's old name. Its flags are unchanged.
+		fmt.Fprintln(stderr, "servegate: sweep is now called capacity: run servegate capacity with the same flags")
+		return 2
 	case "compare":
 		return runCompare(ctx, args[1:], stdout, stderr)
 	case "gate":

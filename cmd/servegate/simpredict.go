@@ -155,7 +155,7 @@ func predictScenario(a *simPredictArgs) (*scenario.Scenario, error) {
 		return nil, overrideError(sc.Name, err)
 	}
 	if over.Capacity != nil {
-		return nil, fmt.Errorf("scenario %s has a capacity block: predict its capacity with servegate sweep --virtual --scenario %s", sc.Name, a.scenario)
+		return nil, fmt.Errorf("scenario %s has a capacity block: predict its capacity with servegate capacity --virtual --scenario %s", sc.Name, a.scenario)
 	}
 	return over, nil
 }

@@ -97,7 +97,7 @@ func TestSimPredictErrors(t *testing.T) {
 		{[]string{"--profile", overMax, "--scenario", sc}, "num_kv_blocks: must be <= 1048576, got 2000000"},
 		{[]string{"--profile", invalid, "--scenario", sc}, "max_num_seqs: must be > 0"},
 		{[]string{"--profile", profile, "--scenario", sc, "--name", "other"}, `has no scenario "other"`},
-		{[]string{"--profile", profile, "--scenario", capacity}, "predict its capacity with servegate sweep --virtual"},
+		{[]string{"--profile", profile, "--scenario", capacity}, "predict its capacity with servegate capacity --virtual"},
 		{[]string{"--profile", profile, "--scenario", sessions}, "virtual time: sessions not supported yet"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -107,7 +107,7 @@ func TestSimPredictErrors(t *testing.T) {
 	}
 }
 
-const sweepVirtualYAML = `name: virtual-capacity
+const capacityVirtualYAML = `name: virtual-capacity
 target: {kind: inproc}
 dataset: {name: random, num_prompts: 200, input_len: 32, output_len: 10}
 load: {burstiness: inf, ready_timeout: 0s}
@@ -116,7 +116,7 @@ slo: {bounds: ["p99_ttft_ms <= 100"]}
 capacity: {min_rate: 5, max_rate: 200, precision: 0.05}
 `
 
-// TestSweepVirtual predicts the capacity of the 10 ms-step profile: 4
+// TestCapacityVirtual predicts the capacity of the 10 ms-step profile: 4
 // sequences at once, 10 steps (100 ms, a token each) a request, so at most
 // 4/0.1 = 40 req/s; past it the queue, and the TTFT, grow without bound
 // (200 requests at 42 req/s wait up to 0.24 s), below it a request waits
@@ -124,21 +124,21 @@ capacity: {min_rate: 5, max_rate: 200, precision: 0.05}
 //
 // The same profile is given as a file (--profile) or as the scenario's own
 // simulator (its target's args, no --profile).
-func TestSweepVirtual(t *testing.T) {
+func TestCapacityVirtual(t *testing.T) {
 	profile := writeFile(t, "p.yaml", tenMSProfile)
-	own := strings.Replace(sweepVirtualYAML, "target: {kind: inproc}",
+	own := strings.Replace(capacityVirtualYAML, "target: {kind: inproc}",
 		"target: {kind: sim, args: [--max-num-seqs=4, --step-fixed-ms=10, --prefill-token-us=0, --seq-us=0, --context-token-ns=0]}", 1)
 	for _, c := range []struct {
 		name, yaml string
 		args       []string
 		header     string
 	}{
-		{"--profile", sweepVirtualYAML, []string{"--profile", profile}, "on profile " + profile + ", in virtual time (no server ran)"},
+		{"--profile", capacityVirtualYAML, []string{"--profile", profile}, "on profile " + profile + ", in virtual time (no server ran)"},
 		{"its own simulator", own, nil, "on profile of its sim target (default with its args), in virtual time (no server ran)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"sweep", "--virtual", "--scenario", writeScenario(t, c.yaml)}, c.args...)
+			args := append([]string{"capacity", "--virtual", "--scenario", writeScenario(t, c.yaml)}, c.args...)
 			code := run(context.Background(), args, &stdout, &stderr)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 			out := stdout.String()
@@ -153,10 +153,10 @@ func TestSweepVirtual(t *testing.T) {
 	}
 }
 
-func TestSweepVirtualErrors(t *testing.T) {
+func TestCapacityVirtualErrors(t *testing.T) {
 	profile := writeFile(t, "p.yaml", tenMSProfile)
-	sc := writeScenario(t, sweepVirtualYAML)
-	urlTarget := writeScenario(t, strings.Replace(sweepVirtualYAML, "target: {kind: inproc}", "target: {kind: url, url: \"http://127.0.0.1:9\"}", 1))
+	sc := writeScenario(t, capacityVirtualYAML)
+	urlTarget := writeScenario(t, strings.Replace(capacityVirtualYAML, "target: {kind: inproc}", "target: {kind: url, url: \"http://127.0.0.1:9\"}", 1))
 	for _, c := range []struct {
 		args []string
 		want string
@@ -168,7 +168,7 @@ func TestSweepVirtualErrors(t *testing.T) {
 		{[]string{"--virtual", "--profile", profile, "--scenario", sc, "--max-rate", "2000000"}, "--max-rate is at most"},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), append([]string{"sweep"}, c.args...), &stdout, &stderr)
+		code := run(context.Background(), append([]string{"capacity"}, c.args...), &stdout, &stderr)
 		assert.Equal(t, 2, code, "%v", c.args)
 		assert.Contains(t, stderr.String(), c.want, "%v", c.args)
 	}

@@ -79,7 +79,7 @@ func TestTwinCommandsSayExperimental(t *testing.T) {
 		{"sim", "calibrate", "--help"},
 		{"sim", "predict", "--help"},
 		{"sim", "--help"},
-		{"sweep", "--help"},
+		{"capacity", "--help"},
 		{"--help"},
 	} {
 		var out bytes.Buffer

@@ -61,7 +61,7 @@ type Plan struct {
 	// scraped. NewPlan scrapes every second unless the scenario turns it
 	// off; a plain `servegate bench` run scrapes only when asked.
 	ServerMetrics servermetrics.Options
-	// Capacity, when set, makes the plan a capacity search (Sweep)
+	// Capacity, when set, makes the plan a capacity search (CapacitySearch)
 	// instead of one run.
 	Capacity *scenario.Capacity
 	// Sessions, when set, makes the plan a multi-turn run: Prepare loads

@@ -52,7 +52,7 @@ func simSettings(spec scenario.Target) (map[string]string, error) {
 // SimParams returns the knobs the simulator of a sim or inproc target
 // runs with: its profile, then its args and served model name, as
 // StartTarget starts it. A prediction of a scenario's own simulator in
-// virtual time (servegate sweep --virtual without --profile) runs them.
+// virtual time (servegate capacity --virtual without --profile) runs them.
 func SimParams(spec scenario.Target) (sim.Params, error) {
 	if spec.Kind != scenario.TargetSim && spec.Kind != scenario.TargetInproc {
 		return sim.Params{}, fmt.Errorf("target kind %s is not a simulator: no profile to predict", spec.Kind)

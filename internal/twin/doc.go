@@ -13,5 +13,5 @@
 // command that checks predictions against measured runs, and
 // twin-check.sh, which runs the whole check on real vLLM. The commands
 // are `servegate sim calibrate`, `servegate sim predict` and
-// `servegate sweep --virtual`.
+// `servegate capacity --virtual`.
 package twin

@@ -113,7 +113,7 @@ func checkPredictable(plan *pipeline.Plan) error {
 	case plan.Sessions != nil:
 		return ErrSessions
 	case plan.Capacity != nil:
-		return errors.New("virtual time: the plan is a capacity search; predict it with servegate sweep --virtual")
+		return errors.New("virtual time: the plan is a capacity search; predict it with servegate capacity --virtual")
 	case plan.Summary.Pooling:
 		return fmt.Errorf("virtual time: pooling backends (%s) not supported", plan.Engine.Backend)
 	case plan.Engine.Shard.Count > 1:

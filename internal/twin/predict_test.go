@@ -158,7 +158,7 @@ sessions:
     prompt_output:
       num_tokens: {distribution: constant, value: 4}
 `, tenMS(), "virtual time: sessions not supported yet", ErrSessions},
-		{"capacity", fivePrompts + "slo: {bounds: [\"failed == 0\"]}\ncapacity: {min_rate: 1, max_rate: 4}\n", tenMS(), "predict it with servegate sweep --virtual", nil},
+		{"capacity", fivePrompts + "slo: {bounds: [\"failed == 0\"]}\ncapacity: {min_rate: 1, max_rate: 4}\n", tenMS(), "predict it with servegate capacity --virtual", nil},
 		{"pooling", "name: e\ntarget: {kind: inproc}\nbackend: openai-embeddings\ndataset: {name: random, num_prompts: 2, input_len: 8}\n", tenMS(), "pooling backends (openai-embeddings) not supported", nil},
 		{"invalid profile", fivePrompts, bad, "max_num_seqs: must be > 0", nil},
 	} {

@@ -9,7 +9,7 @@
 #   2. fits a profile from the calibration runs' detailed results
 #      (servegate sim calibrate);
 #   3. predicts each held-out run in virtual time (servegate sim predict)
-#      and the capacity search (servegate sweep --virtual);
+#      and the capacity search (servegate capacity --virtual);
 #   4. prints the table figure x scenario (predicted, measured, error) and
 #      the verdict: the goal is a median |error| <= 10% for each figure
 #      (median and p90 TTFT, median TPOT, output throughput) across the
@@ -139,7 +139,7 @@ predict() {
 			return 2
 		fi
 	done
-	if [ -n "$capacity" ] && ! "$sg" sweep --virtual --profile "$1" --scenario "scenarios/vllm/twin/held.yaml" --name "$capacity" --result "$2/$capacity.json" > "$2/$capacity.txt" 2>&1; then
+	if [ -n "$capacity" ] && ! "$sg" capacity --virtual --profile "$1" --scenario "scenarios/vllm/twin/held.yaml" --name "$capacity" --result "$2/$capacity.json" > "$2/$capacity.txt" 2>&1; then
 		echo "twin-check: the virtual capacity search of $capacity failed:"
 		tail -5 "$2/$capacity.txt"
 		return 2

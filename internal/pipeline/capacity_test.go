@@ -15,12 +15,12 @@ import (
 	"github.com/servegate/servegate/internal/report"
 )
 
-// TestSweepFindsTheSimulatorsSaturation runs the shipped capacity
+// TestCapacityFindsTheSimulatorsSaturation runs the shipped capacity
 // scenario on the in-process simulator. Its step costs make the
 // saturation point known: 8 sequences a step, 20 ms a step, 16 tokens a
 // request, so 8 / (16 × 0.020 s) = 25 req/s. The search must land within
 // ±10% of it.
-func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
+func TestCapacityFindsTheSimulatorsSaturation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a capacity search takes about 40 s")
 	}
@@ -34,16 +34,16 @@ func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
 	t.Cleanup(func() { tgt.Close(t.Context()) })
 
 	var seen []capacity.Step
-	sw, err := RunSweep(t.Context(), plan, tgt, SweepHooks{Step: func(st capacity.Step, o *Outcome) {
+	cs, err := SearchCapacity(t.Context(), plan, tgt, CapacityHooks{Step: func(st capacity.Step, o *Outcome) {
 		seen = append(seen, st)
 		assert.Equal(t, st.Rate, o.Plan.Engine.RequestRate)
 	}})
 	require.NoError(t, err)
-	r := sw.Result
+	r := cs.Result
 	var table bytes.Buffer
 	_ = report.WriteCapacityTable(&table, r)
 	t.Logf("%s", table.String())
-	for _, w := range sw.Warnings {
+	for _, w := range cs.Warnings {
 		t.Logf("warning: %v", w)
 	}
 	t.Logf("max rate %v, fails at %v, %d steps, stopped %q", r.MaxRate, r.MinFailRate, len(r.Steps), r.Stopped)
@@ -56,13 +56,13 @@ func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
 		assert.Equal(t, st.Pass, st.Margin >= 0, "step at %v: the margin's sign is the verdict", st.Rate)
 	}
 	assert.Equal(t, seen, r.Steps)
-	require.NotNil(t, sw.Best)
-	assert.Equal(t, r.MaxRate, sw.Best.Plan.Engine.RequestRate)
-	assert.True(t, sw.Verdict().Pass)
+	require.NotNil(t, cs.Best)
+	assert.Equal(t, r.MaxRate, cs.Best.Plan.Engine.RequestRate)
+	assert.True(t, cs.Verdict().Pass)
 
 	var res map[string]any
 	// Python's json writes burstiness inf as Infinity, which Go's does not read.
-	data := bytes.ReplaceAll(sw.ResultJSON(false), []byte("Infinity"), []byte("null"))
+	data := bytes.ReplaceAll(cs.ResultJSON(false), []byte("Infinity"), []byte("null"))
 	require.NoError(t, json.Unmarshal(data, &res), "%s", data)
 	assert.Equal(t, r.MaxRate, res["max_goodput_rate"])
 	assert.Equal(t, r.MaxRate, res["request_rate"], "the file is the run at the highest passing rate")
@@ -73,16 +73,16 @@ func TestSweepFindsTheSimulatorsSaturation(t *testing.T) {
 	for _, k := range []string{"rate", "pass", "request_goodput", "p99_ttft_ms", "margin", "failed_bounds"} {
 		assert.Contains(t, step, k)
 	}
-	ms := sw.BenchMetrics()
+	ms := cs.BenchMetrics()
 	require.Len(t, ms, 1)
 	assert.Equal(t, "max-rate-req/s", ms[0].Unit)
 	assert.Equal(t, r.Crossing, ms[0].Value, "benchfmt carries the interpolated edge")
 	assert.Equal(t, "higher", ms[0].Better)
 }
 
-// TestSweepNoPassingRate: a search whose first rate already fails reports
+// TestCapacityNoPassingRate: a search whose first rate already fails reports
 // 0 and fails its verdict; the result file holds the search alone.
-func TestSweepNoPassingRate(t *testing.T) {
+func TestCapacityNoPassingRate(t *testing.T) {
 	sc := parse(t, `
 name: hopeless
 target: {kind: inproc, profile: instant}
@@ -94,15 +94,15 @@ capacity: {min_rate: 50, max_rate: 100}
 	tgt, err := StartTarget(t.Context(), plan.Target, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { tgt.Close(t.Context()) })
-	sw, err := RunSweep(t.Context(), plan, tgt, SweepHooks{})
+	cs, err := SearchCapacity(t.Context(), plan, tgt, CapacityHooks{})
 	require.NoError(t, err)
-	assert.Equal(t, capacity.StoppedMinRateFailed, sw.Result.Stopped)
-	assert.Nil(t, sw.Best)
-	assert.False(t, sw.Verdict().Pass)
+	assert.Equal(t, capacity.StoppedMinRateFailed, cs.Result.Stopped)
+	assert.Nil(t, cs.Best)
+	assert.False(t, cs.Verdict().Pass)
 	var res map[string]any
-	require.NoError(t, json.Unmarshal(sw.ResultJSON(true), &res))
+	require.NoError(t, json.Unmarshal(cs.ResultJSON(true), &res))
 	assert.Equal(t, 0.0, res["max_goodput_rate"])
 	assert.NotContains(t, res, "completed")
 	assert.Equal(t, []any{"completed >= 21"}, res["capacity"].(map[string]any)["steps"].([]any)[0].(map[string]any)["failed_bounds"])
-	assert.False(t, math.IsNaN(sw.BenchMetrics()[0].Value))
+	assert.False(t, math.IsNaN(cs.BenchMetrics()[0].Value))
 }

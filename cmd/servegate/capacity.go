@@ -18,7 +18,7 @@ import (
 	"github.com/servegate/servegate/internal/twin"
 )
 
-const sweepUsage = `usage: servegate sweep --scenario FILE [flags]
+const capacityUsage = `usage: servegate capacity --scenario FILE [flags]
 
 Find the highest request rate at which every SLO of a scenario holds
 (goodput_ratio included): double the rate from the minimum until a step
@@ -26,16 +26,17 @@ fails, then bisect between the last pass and the first fail, within a
 precision and a time budget. Each step is a full run of the scenario at one
 rate, warm-ups included. Between the last pass and the first fail, the SLOs'
 edge is interpolated from the two steps' margins (how far inside their
-tightest bound they stayed); --benchfmt's max-rate-req/s is that edge. The scenario's capacity block sets the defaults;
-a scenario without one is searched with the built-in defaults.
+tightest bound they stayed); --benchfmt's max-rate-req/s is that edge.
+The scenario's capacity block sets the defaults; a scenario without one is
+searched with the built-in defaults.
 
-With --virtual (experimental: the twin misses its 10% accuracy goal on
-real vLLM, docs/twin.md) no server starts: each step is predicted in virtual time
+With --virtual no server starts: each step is predicted in virtual time
 against a simulator profile (as servegate sim predict does), so the search
 takes seconds: --profile FILE, or without it the scenario's own simulator
 (a sim or inproc target's profile and args). The result is a prediction of
 that profile's capacity, marked target "virtual". Scenarios with sessions
-are not supported yet.
+are not supported yet. --virtual is experimental: the twin misses its 10%
+accuracy goal on real vLLM (docs/twin.md).
 
 Exit status: 0 when a rate holds every SLO, 1 when none does, 2 for bad
 flags or an invalid run.
@@ -43,8 +44,8 @@ flags or an invalid run.
 flags:
 `
 
-// sweepArgs are the flags of servegate sweep.
-type sweepArgs struct {
+// capacityArgs are the flags of servegate capacity.
+type capacityArgs struct {
 	scenario, name, target, baseURL string
 	minRate, maxRate, precision     float64
 	budget, stepDuration            time.Duration
@@ -54,9 +55,9 @@ type sweepArgs struct {
 	profile                         string
 }
 
-func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error) {
-	a := &sweepArgs{}
-	fs := flag.NewFlagSet("servegate sweep", flag.ContinueOnError)
+func parseCapacity(args []string, out io.Writer) (*capacityArgs, *flag.FlagSet, error) {
+	a := &capacityArgs{}
+	fs := flag.NewFlagSet("servegate capacity", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&a.scenario, "scenario", "", "scenario `file` (required)")
 	fs.StringVar(&a.name, "name", "", "the scenario of the file to search (default: the only one, or each with a capacity block)")
@@ -74,7 +75,7 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 	fs.BoolVar(&a.virtual, "virtual", false, "experimental: predict each step in virtual time against --profile instead of running a server")
 	fs.StringVar(&a.profile, "profile", "", "with --virtual, the simulator profile: a shipped name or a YAML `file` (default: the scenario's own simulator)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), sweepUsage)
+		fmt.Fprint(fs.Output(), capacityUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -97,20 +98,20 @@ func parseSweep(args []string, out io.Writer) (*sweepArgs, *flag.FlagSet, error)
 	return a, fs, nil
 }
 
-func runSweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const prog = "servegate sweep"
+func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const prog = "servegate capacity"
 	if wantsHelp(args) {
-		_, fs, _ := parseSweep(nil, stdout)
+		_, fs, _ := parseCapacity(nil, stdout)
 		fs.SetOutput(stdout)
 		fs.Usage()
 		return 0
 	}
-	a, _, err := parseSweep(args, io.Discard)
+	a, _, err := parseCapacity(args, io.Discard)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v (see --help)\n", prog, err)
 		return 2
 	}
-	scs, err := sweepScenarios(a)
+	scs, err := capacityScenarios(a)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 2
@@ -124,15 +125,15 @@ func runSweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				return 2
 			}
 		}
-		code = max(code, sweepScenario(ctx, a, sc, profile, stdout, stderr))
+		code = max(code, capacityScenario(ctx, a, sc, profile, stdout, stderr))
 	}
 	return code
 }
 
-// sweepScenarios loads the file, picks the scenarios to search, applies
+// capacityScenarios loads the file, picks the scenarios to search, applies
 // the environment and the target flags, and the capacity flags on top of
 // each scenario's capacity block (or the defaults).
-func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
+func capacityScenarios(a *capacityArgs) ([]*scenario.Scenario, error) {
 	all, err := scenario.LoadFile(a.scenario)
 	if err != nil {
 		return nil, err
@@ -196,16 +197,16 @@ func sweepScenarios(a *sweepArgs) ([]*scenario.Scenario, error) {
 	return out, nil
 }
 
-// sweepScenario searches one scenario --count times and writes what was
+// capacityScenario searches one scenario --count times and writes what was
 // asked for: against its target, or with profile (--virtual) in virtual
 // time.
-func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, profile *virtualProfile, stdout, stderr io.Writer) int {
+func capacityScenario(ctx context.Context, a *capacityArgs, sc *scenario.Scenario, profile *virtualProfile, stdout, stderr io.Writer) int {
 	plan := pipeline.NewPlan(sc)
 	if err := plan.Prepare(ctx); err != nil {
-		fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+		fmt.Fprintf(stderr, "servegate capacity: %v\n", err)
 		return 2
 	}
-	hooks := pipeline.SweepHooks{Step: func(st capacity.Step, _ *pipeline.Outcome) {
+	hooks := pipeline.CapacityHooks{Step: func(st capacity.Step, _ *pipeline.Outcome) {
 		v := "FAIL"
 		if st.Pass {
 			v = "PASS"
@@ -224,7 +225,7 @@ func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, pro
 	} else {
 		var err error
 		if tgt, err = pipeline.StartTarget(ctx, plan.Target, stderr); err != nil {
-			fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+			fmt.Fprintf(stderr, "servegate capacity: %v\n", err)
 			return 2
 		}
 		defer func() {
@@ -241,42 +242,42 @@ func sweepScenario(ctx context.Context, a *sweepArgs, sc *scenario.Scenario, pro
 		// The budget is checked before each step; a step that overruns it
 		// is cut two minutes later.
 		sctx, cancel := context.WithTimeout(ctx, plan.Capacity.Budget.D()+2*time.Minute)
-		sw, err := pipeline.RunSweep(sctx, plan, tgt, hooks)
+		cs, err := pipeline.SearchCapacity(sctx, plan, tgt, hooks)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "servegate sweep: scenario %s: %v\n", sc.Name, err)
+			fmt.Fprintf(stderr, "servegate capacity: scenario %s: %v\n", sc.Name, err)
 			return 2
 		}
-		for _, w := range sw.Warnings {
+		for _, w := range cs.Warnings {
 			fmt.Fprintf(stderr, "warning: %v\n", w)
 		}
-		if err := report.WriteCapacityTable(stdout, sw.Result); err != nil {
+		if err := report.WriteCapacityTable(stdout, cs.Result); err != nil {
 			return 2
 		}
-		if err := writeSweep(a, sw); err != nil {
-			fmt.Fprintf(stderr, "servegate sweep: %v\n", err)
+		if err := writeCapacity(a, cs); err != nil {
+			fmt.Fprintf(stderr, "servegate capacity: %v\n", err)
 			return 2
 		}
-		if !sw.Verdict().Pass {
+		if !cs.Verdict().Pass {
 			code = 1
 		}
-		if sw.Result.Stopped == capacity.StoppedCanceled {
+		if cs.Result.Stopped == capacity.StoppedCanceled {
 			return 2
 		}
 	}
 	return code
 }
 
-// writeSweep writes the result JSON (the last search's) and appends the
+// writeCapacity writes the result JSON (the last search's) and appends the
 // benchfmt line.
-func writeSweep(a *sweepArgs, sw *pipeline.Sweep) error {
+func writeCapacity(a *capacityArgs, cs *pipeline.CapacitySearch) error {
 	if a.result != "" {
-		if err := metrics.WriteResult(a.result, sw.ResultJSON(true), false); err != nil {
+		if err := metrics.WriteResult(a.result, cs.ResultJSON(true), false); err != nil {
 			return err
 		}
 	}
 	if a.report != "" {
-		if err := writeHTMLFile(a.report, sweepHTML(sw)); err != nil {
+		if err := writeHTMLFile(a.report, capacityHTML(cs)); err != nil {
 			return err
 		}
 	}
@@ -288,27 +289,27 @@ func writeSweep(a *sweepArgs, sw *pipeline.Sweep) error {
 		return fmt.Errorf("benchfmt: %w", err)
 	}
 	w := report.NewBenchfmtWriter(f)
-	werr := w.WriteBenchfmtResult("Capacity/scenario="+sw.Plan.Name, 1, sw.BenchConfig(), sw.BenchMetrics())
+	werr := w.WriteBenchfmtResult("Capacity/scenario="+cs.Plan.Name, 1, cs.BenchConfig(), cs.BenchMetrics())
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	return werr
 }
 
-// sweepHTML is the HTML report of a search: the steps against their rate
+// capacityHTML is the HTML report of a search: the steps against their rate
 // and, when a rate passed, the run at the highest one.
-func sweepHTML(sw *pipeline.Sweep) report.HTMLReport {
-	p := sw.Plan
+func capacityHTML(cs *pipeline.CapacitySearch) report.HTMLReport {
+	p := cs.Plan
 	rep := report.HTMLReport{
-		Title:    fmt.Sprintf("servegate sweep: scenario %s, %s on %s", p.Name, sw.Target.Model, sw.Target.Kind),
-		Capacity: sw.Result,
+		Title:    fmt.Sprintf("servegate capacity: scenario %s, %s on %s", p.Name, cs.Target.Model, cs.Target.Kind),
+		Capacity: cs.Result,
 		Settings: []report.ReportSetting{
-			{Name: "target", Value: sw.Target.Kind}, {Name: "base URL", Value: sw.Target.BaseURL},
-			{Name: "model", Value: sw.Target.Model}, {Name: "scenario", Value: p.Name},
-			{Name: "capacity", Value: report.CapacityLine(sw.Result)},
+			{Name: "target", Value: cs.Target.Kind}, {Name: "base URL", Value: cs.Target.BaseURL},
+			{Name: "model", Value: cs.Target.Model}, {Name: "scenario", Value: p.Name},
+			{Name: "capacity", Value: report.CapacityLine(cs.Result)},
 		},
 	}
-	if o := sw.Best; o != nil {
+	if o := cs.Best; o != nil {
 		rep.Generated = o.Result.Start.Add(o.Result.Duration)
 		rep.Records, rep.SLOs, rep.Server = o.Result.Records, o.Verdicts, o.ServerSeries()
 		rep.Summary = report.ConsoleSummary{

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const sweepScenarioYAML = `
+const capacityScenarioYAML = `
 name: quick-capacity
 target: {kind: inproc, profile: instant}
 dataset: {name: random, num_prompts: 20, input_len: 16, output_len: 4}
@@ -23,16 +23,16 @@ slo: {bounds: ["failed == 0"]}
 capacity: {min_rate: 50, max_rate: 150}
 `
 
-// TestSweepCommand runs `servegate sweep` on the in-process simulator:
+// TestCapacityCommand runs `servegate capacity` on the in-process simulator:
 // the instant profile meets the SLO at every rate, so the search doubles
 // to max_rate and says so.
-func TestSweepCommand(t *testing.T) {
+func TestCapacityCommand(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "cap.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(sweepScenarioYAML), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte(capacityScenarioYAML), 0o644))
 	result, bf, html := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.benchfmt"), filepath.Join(dir, "out.html")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"sweep", "--scenario", file, "--result", result, "--benchfmt", bf, "--count", "2", "--report", html}, &stdout, &stderr)
+	code := run(context.Background(), []string{"capacity", "--scenario", file, "--result", result, "--benchfmt", bf, "--count", "2", "--report", html}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	out := stdout.String()
 	assert.Contains(t, out, "step  rate req/s  goodput req/s  p99 ttft ms  margin  verdict")
@@ -60,7 +60,7 @@ func TestSweepCommand(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(string(bfData), "BenchmarkCapacity/scenario=quick-capacity 1 150 max-rate-req/s"))
 }
 
-func TestSweepCommandErrors(t *testing.T) {
+func TestCapacityCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	noBounds := filepath.Join(dir, "nb.yaml")
 	require.NoError(t, os.WriteFile(noBounds, []byte("name: nb\ntarget: {kind: inproc}\n"), 0o644))
@@ -68,12 +68,12 @@ func TestSweepCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sweep"}, "--scenario is required"},
-		{[]string{"sweep", "--scenario", noBounds, "--count", "0"}, "--count must be at least 1"},
-		{[]string{"sweep", "--scenario", noBounds}, "scenario nb: no slo.bounds"},
-		{[]string{"sweep", "--scenario", noBounds, "--name", "other"}, `has no scenario "other"`},
-		{[]string{"sweep", "--scenario", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
-		{[]string{"sweep", "--scenario", noBounds, "--min-rate", "-1"}, "must not be negative"},
+		{[]string{"capacity"}, "--scenario is required"},
+		{[]string{"capacity", "--scenario", noBounds, "--count", "0"}, "--count must be at least 1"},
+		{[]string{"capacity", "--scenario", noBounds}, "scenario nb: no slo.bounds"},
+		{[]string{"capacity", "--scenario", noBounds, "--name", "other"}, `has no scenario "other"`},
+		{[]string{"capacity", "--scenario", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"capacity", "--scenario", noBounds, "--min-rate", "-1"}, "must not be negative"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), c.args, &stdout, &stderr)
@@ -83,12 +83,22 @@ func TestSweepCommandErrors(t *testing.T) {
 }
 
 // TestBenchRefusesACapacityScenario: bench runs one rate; a capacity
-// scenario has none, so bench points to sweep instead of guessing.
+// scenario has none, so bench points to capacity instead of guessing.
 func TestBenchRefusesACapacityScenario(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "cap.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(sweepScenarioYAML), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte(capacityScenarioYAML), 0o644))
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"bench", "--scenario", file}, &stdout, &stderr)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr.String(), "scenario quick-capacity has a capacity block: run it with servegate sweep --scenario")
+	assert.Contains(t, stderr.String(), "scenario quick-capacity has a capacity block: run it with servegate capacity --scenario")
+}
+
+// TestSweepSaysItsNewName: the command's old name fails with status 2 and
+// names the new one.
+func TestSweepSaysItsNewName(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"sweep", "--scenario", "x.yaml"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "servegate capacity")
+	assert.Empty(t, stdout.String())
 }

@@ -14,17 +14,17 @@ import (
 	"github.com/servegate/servegate/internal/report"
 )
 
-// sweepSteps numbers the steps of every search of the process, so that
+// capacitySteps numbers the steps of every search of the process, so that
 // each step (of repeated searches too) sends prompts of its own.
-var sweepSteps atomic.Int64
+var capacitySteps atomic.Int64
 
 // minStepPrompts is the fewest requests a step of a capacity search sends
 // when Capacity.StepDuration sizes the steps.
 const minStepPrompts = 20
 
-// A Sweep is the outcome of a capacity search (Plan.Capacity): the
+// A CapacitySearch is the outcome of a capacity search (Plan.Capacity): the
 // search's result and the run at the highest rate that passed.
-type Sweep struct {
+type CapacitySearch struct {
 	// Plan is the plan searched.
 	Plan *Plan
 	// Target is the server it ran against.
@@ -37,17 +37,17 @@ type Sweep struct {
 	Warnings []error
 }
 
-// SweepHooks let a front door watch a search.
-type SweepHooks struct {
+// CapacityHooks let a front door watch a search.
+type CapacityHooks struct {
 	// Step is called after each step with its outcome.
 	Step func(st capacity.Step, o *Outcome)
 	// Execute, when set, runs each step's plan instead of Execute against
-	// the target: `servegate sweep --virtual` predicts every step in
+	// the target: `servegate capacity --virtual` predicts every step in
 	// virtual time (twin.Predict). The search is the same.
 	Execute func(ctx context.Context, step *Plan) (*Outcome, error)
 }
 
-// RunSweep runs the capacity search of plan against tgt. Each step is a
+// SearchCapacity runs the capacity search of plan against tgt. Each step is a
 // full Execute of the plan at one rate (warm-ups included; or
 // hooks.Execute's run of it, such as a prediction) with fresh
 // prompts (the dataset seed moves by one per step of the process, so that
@@ -56,7 +56,7 @@ type SweepHooks struct {
 // requests. A step passes when every SLO bound holds and the run was not
 // cut short. The failure that ends the bracketing is run twice
 // (capacity.Search.Confirm): one stall there would halve the result.
-func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*Sweep, error) {
+func SearchCapacity(ctx context.Context, plan *Plan, tgt *Target, hooks CapacityHooks) (*CapacitySearch, error) {
 	c := plan.Capacity
 	if c == nil {
 		return nil, errors.New("capacity search: the plan has no capacity block")
@@ -64,11 +64,11 @@ func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*
 	if len(plan.SLO.Bounds) == 0 {
 		return nil, errors.New("capacity search: no SLO bounds to hold")
 	}
-	sw := &Sweep{Plan: plan, Target: tgt}
+	cs := &CapacitySearch{Plan: plan, Target: tgt}
 	search := capacity.Search{MinRate: c.MinRate, MaxRate: c.MaxRate, Precision: c.Precision, Budget: c.Budget.D(), Confirm: true}
 	n := 0
 	probe := func(ctx context.Context, rate float64) (capacity.Step, error) {
-		step := plan.stepPlan(rate, int(sweepSteps.Add(1)))
+		step := plan.stepPlan(rate, int(capacitySteps.Add(1)))
 		n++
 		t0 := time.Now()
 		var o *Outcome
@@ -87,10 +87,10 @@ func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*
 			if n > 1 && errors.Is(w, ErrPrefixCacheWarm) {
 				continue // the earlier steps' warm-up prompts, said once
 			}
-			sw.Warnings = append(sw.Warnings, fmt.Errorf("step at %s req/s: %w", metrics.PyFloat(rate), w))
+			cs.Warnings = append(cs.Warnings, fmt.Errorf("step at %s req/s: %w", metrics.PyFloat(rate), w))
 		}
-		if st.Pass && (sw.Best == nil || rate > sw.Best.Plan.Engine.RequestRate) {
-			sw.Best = o
+		if st.Pass && (cs.Best == nil || rate > cs.Best.Plan.Engine.RequestRate) {
+			cs.Best = o
 		}
 		if hooks.Step != nil {
 			hooks.Step(st, o)
@@ -98,11 +98,11 @@ func RunSweep(ctx context.Context, plan *Plan, tgt *Target, hooks SweepHooks) (*
 		return st, nil
 	}
 	res, err := search.Run(ctx, probe)
-	sw.Result = res
+	cs.Result = res
 	if err != nil {
-		return sw, err
+		return cs, err
 	}
-	return sw, nil
+	return cs, nil
 }
 
 // stepPlan is the plan of step i at rate: the search's plan at a fixed
@@ -158,8 +158,8 @@ func stepOf(o *Outcome) capacity.Step {
 // max_goodput_rate, the search's verdict and the table of steps. When no
 // rate passed there is no run to show, and the file holds the search
 // alone.
-func (sw *Sweep) ResultJSON(detailed bool) []byte {
-	r := sw.Result
+func (cs *CapacitySearch) ResultJSON(detailed bool) []byte {
+	r := cs.Result
 	steps := make([]any, len(r.Steps))
 	for i, st := range r.Steps {
 		steps[i] = []metrics.Field{
@@ -181,12 +181,12 @@ func (sw *Sweep) ResultJSON(detailed bool) []byte {
 			{Key: "steps", Value: steps},
 		}},
 	}
-	if sw.Best == nil {
+	if cs.Best == nil {
 		return metrics.FieldsJSON(app)
 	}
-	info := sw.Best.RunInfo()
+	info := cs.Best.RunInfo()
 	info.Appendix = append(info.Appendix, app...)
-	return sw.Best.ResultJSON(info, detailed)
+	return cs.Best.ResultJSON(info, detailed)
 }
 
 func nanNil(v float64) any {
@@ -218,16 +218,16 @@ func nilIfEmpty(s string) any {
 // the crossing does not. The best run's latencies are left out: they sit
 // at the SLO's edge at a rate that moves from search to search, so a gate
 // on them would compare unlike runs.
-func (sw *Sweep) BenchMetrics() []report.BenchMetric {
-	return []report.BenchMetric{{Unit: "max-rate-req/s", Value: sw.Result.Crossing, Better: report.Higher}}
+func (cs *CapacitySearch) BenchMetrics() []report.BenchMetric {
+	return []report.BenchMetric{{Unit: "max-rate-req/s", Value: cs.Result.Crossing, Better: report.Higher}}
 }
 
 // BenchConfig is the benchfmt configuration of the search: the plan's,
 // as Outcome.BenchConfig says it, marked interrupted when the search was
 // canceled (the gate refuses such a result).
-func (sw *Sweep) BenchConfig() []report.BenchConfig {
-	cfg := benchConfig(sw.Plan, sw.Target)
-	if sw.Result.Stopped == capacity.StoppedCanceled {
+func (cs *CapacitySearch) BenchConfig() []report.BenchConfig {
+	cfg := benchConfig(cs.Plan, cs.Target)
+	if cs.Result.Stopped == capacity.StoppedCanceled {
 		cfg = append(cfg, report.Interrupted())
 	}
 	return cfg
@@ -235,7 +235,7 @@ func (sw *Sweep) BenchConfig() []report.BenchConfig {
 
 // Verdict says whether the search found a rate that holds the SLOs, as an
 // SLO verdict: max_goodput_rate > 0.
-func (sw *Sweep) Verdict() scenario.Verdict {
+func (cs *CapacitySearch) Verdict() scenario.Verdict {
 	b := scenario.Bound{Metric: "max_goodput_rate", Op: ">", Value: 0}
-	return scenario.Verdict{Bound: b, Measured: sw.Result.MaxRate, Found: true, Pass: b.Holds(sw.Result.MaxRate)}
+	return scenario.Verdict{Bound: b, Measured: cs.Result.MaxRate, Found: true, Pass: b.Holds(cs.Result.MaxRate)}
 }
