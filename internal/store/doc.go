@@ -1,4 +1,4 @@
-// Package history is servegate's results store: a plain directory that
+// Package store is servegate's results store: a plain directory that
 // keeps the outputs of benchmark runs per runner type and commit, so that
 // "servegate gate -history", "servegate history site" and the exports can
 // read a project's history. It imports nothing of servegate (internal/gate

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,12 +69,16 @@ func (s *Store) Runners() ([]string, error) {
 }
 
 // Commits reads one runner type's commits, oldest first (by commit
-// time, then hash). It checks every run: a manifest that does not parse
-// or does not match its place, a file missing, of another size than
-// the manifest says (torn), or, for benchfmt files, of another SHA-256
-// (altered) is an error naming the file, and nothing is read past it.
-// A commit directory without a complete run is left out with a note.
-// It holds the store's lock shared, so a prune waits for it.
+// time, then hash). It checks every run and reads every file through.
+// Each of these is an error naming the run and the file:
+//   - a manifest that does not parse or does not match its place;
+//   - a file missing, or of another size than the manifest says (torn);
+//   - a file of another SHA-256 (altered), whatever its kind;
+//   - a file in the run's directory that the manifest does not list.
+//
+// Nothing is read past the first error. A commit directory without a
+// complete run is left out with a note. It holds the store's lock
+// shared, so a prune waits for it.
 func (s *Store) Commits(runner string) ([]*Commit, []string, error) {
 	defer s.ReadLock()()
 	return s.commits(runner)
@@ -173,44 +179,148 @@ func readRun(dir, runner, commit string, verify bool) (*Run, error) {
 	case len(m.Files) == 0:
 		return nil, fmt.Errorf("%s: lists no files", name)
 	}
+	listed := map[string]bool{manifestFile: true}
+	for _, f := range m.Files {
+		if err := checkName(dir, f); err != nil {
+			return nil, err
+		}
+		if listed[f.Name] {
+			return nil, fmt.Errorf("%s: lists file %q twice", name, f.Name)
+		}
+		listed[f.Name] = true
+	}
 	if !verify {
 		return r, nil
 	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if !listed[e.Name()] {
+			return nil, fmt.Errorf("%s: not in its run's manifest: a file was added to the run after it was filed (move the run directory away to go on)", filepath.Join(dir, e.Name()))
+		}
+	}
 	for _, f := range m.Files {
-		if err := checkFile(r.Path(f.Name), f); err != nil {
+		if err := r.verify(f); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// checkFile compares a file with its manifest entry: its size always,
-// its SHA-256 when it is a benchfmt file (the ones readers parse).
-func checkFile(path string, f File) error {
-	if f.Name != filepath.Base(f.Name) || strings.HasPrefix(f.Name, ".") || f.Name == manifestFile {
-		return fmt.Errorf("%s: manifest names file %q, which is not a plain file name", filepath.Dir(path), f.Name)
+// checkName refuses a manifest entry that is not a plain file name of
+// the run.
+func checkName(dir string, f File) error {
+	if f.Name == "" || f.Name != filepath.Base(f.Name) || strings.HasPrefix(f.Name, ".") || f.Name == manifestFile {
+		return fmt.Errorf("%s: manifest names file %q, which is not a plain file name", dir, f.Name)
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s: listed in the manifest but unreadable: %w", path, err)
-	}
-	if st.Size() != f.Bytes {
-		return fmt.Errorf("%s: torn: %d bytes, its manifest says %d (move the run directory away to go on)", path, st.Size(), f.Bytes)
-	}
-	if f.Kind != KindBenchfmt {
-		return nil
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
-		return fmt.Errorf("%s: altered: SHA-256 %s, its manifest says %s (move the run directory away to go on)", path, short(got), short(f.SHA256))
+	if f.Bytes < 0 || f.Bytes > MaxFileBytes {
+		return fmt.Errorf("%s: manifest gives file %q %d bytes, outside 0 to %d", dir, f.Name, f.Bytes, int64(MaxFileBytes))
 	}
 	return nil
 }
+
+// verify reads one file of the run through and compares it with its
+// manifest entry: its size and SHA-256.
+func (r *Run) verify(f File) error {
+	fh, err := r.Open(f.Name)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	if _, err := io.Copy(io.Discard, fh); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Open opens one file of the run for reading. The reader checks what
+// it reads against the run's manifest. A file longer than the manifest
+// says fails at the first byte past it. A shorter one, or one of another
+// SHA-256, fails at its end. A caller acts on what it read only after
+// reading to io.EOF.
+func (r *Run) Open(name string) (io.ReadCloser, error) {
+	i := slices.IndexFunc(r.Manifest.Files, func(f File) bool { return f.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("%s: not in its run's manifest", r.Path(name))
+	}
+	f := r.Manifest.Files[i]
+	if err := checkName(r.Dir, f); err != nil {
+		return nil, err
+	}
+	path := r.Path(f.Name)
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listed in the manifest but unreadable: %w", path, err)
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		fh.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if st.Size() != f.Bytes {
+		fh.Close()
+		return nil, fmt.Errorf("%s: torn: %d bytes, its manifest says %d (move the run directory away to go on)", path, st.Size(), f.Bytes)
+	}
+	return &checkedReader{f: fh, path: path, want: f, h: sha256.New()}, nil
+}
+
+// ReadFile reads one file of the run whole, checked against its
+// manifest as Open checks it.
+func (r *Run) ReadFile(name string) ([]byte, error) {
+	rc, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	c := rc.(*checkedReader)
+	// Room for the whole file and ReadFrom's last read, which finds EOF
+	// without growing the buffer.
+	buf := bytes.NewBuffer(make([]byte, 0, c.want.Bytes+bytes.MinRead))
+	if _, err := buf.ReadFrom(rc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// A checkedReader hashes what it reads and compares it with the
+// manifest at the end.
+type checkedReader struct {
+	f    *os.File
+	path string
+	want File
+	h    hash.Hash
+	n    int64
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > c.want.Bytes-c.n+1 {
+		// Never read further than one byte past the manifest's size.
+		p = p[:c.want.Bytes-c.n+1]
+	}
+	k, err := c.f.Read(p)
+	c.h.Write(p[:k])
+	c.n += int64(k)
+	if c.n > c.want.Bytes {
+		return k, fmt.Errorf("%s: torn: longer than the %d bytes its manifest says (move the run directory away to go on)", c.path, c.want.Bytes)
+	}
+	if err == io.EOF {
+		if c.n != c.want.Bytes {
+			return k, fmt.Errorf("%s: torn: %d bytes, its manifest says %d (move the run directory away to go on)", c.path, c.n, c.want.Bytes)
+		}
+		if got := hex.EncodeToString(c.h.Sum(nil)); got != c.want.SHA256 {
+			return k, fmt.Errorf("%s: altered: SHA-256 %s, its manifest says %s (move the run directory away to go on)", c.path, short(got), short(c.want.SHA256))
+		}
+	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%s: %w", c.path, err)
+	}
+	return k, err
+}
+
+func (c *checkedReader) Close() error { return c.f.Close() }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,6 +201,31 @@ func TestTornAndForeign(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(r.Path("test.benchfmt"), []byte(strings.Replace(string(data), "0.03", "0.09", 1)), 0o644))
 		}, "test.benchfmt: altered"},
+		{"altered result JSON of the same size", func(t *testing.T, r *Run) {
+			sameSize(t, r.Path("chat.test.1.json"), `"ttfts":[0.05`, `"ttfts":[0.09`)
+		}, "chat.test.1.json: altered: SHA-256"},
+		{"altered gate JSON", func(t *testing.T, r *Run) {
+			sameSize(t, r.Path("gate.json"), `"pass"`, `"fail"`)
+		}, "gate.json: altered: SHA-256"},
+		{"grown result JSON", func(t *testing.T, r *Run) {
+			f, err := os.OpenFile(r.Path("chat.test.1.json"), os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(" ")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}, "chat.test.1.json: torn: 29 bytes, its manifest says 28"},
+		{"a file the manifest does not list", func(t *testing.T, r *Run) {
+			require.NoError(t, os.WriteFile(r.Path("chat.test.2.json"), []byte(`{}`), 0o644))
+		}, "chat.test.2.json: not in its run's manifest"},
+		{"a manifest that lists a path", func(t *testing.T, r *Run) {
+			data, err := os.ReadFile(r.Path(manifestFile))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(r.Path(manifestFile), []byte(strings.Replace(string(data), `"name": "gate.json"`, `"name": "../gate.json"`, 1)), 0o644))
+		}, `manifest names file "../gate.json", which is not a plain file name`},
+		{"a directory in place of a file", func(t *testing.T, r *Run) {
+			require.NoError(t, os.Remove(r.Path("gate.json")))
+			require.NoError(t, os.Mkdir(r.Path("gate.json"), 0o755))
+		}, "gate.json: not a regular file"},
 		{"torn manifest", func(t *testing.T, r *Run) {
 			require.NoError(t, os.Truncate(r.Path(manifestFile), 20))
 		}, "manifest.json: torn or altered manifest"},
@@ -214,7 +240,11 @@ func TestTornAndForeign(t *testing.T) {
 			s, err := Create(filepath.Join(t.TempDir(), "store"))
 			require.NoError(t, err)
 			addCommit(t, s, "cpu4", 1, benchfmtFile(t, "aaa", 0.03, ""))
-			r := addCommit(t, s, "cpu4", 2, benchfmtFile(t, "aaa", 0.03, ""))
+			dir := t.TempDir()
+			gate, result := filepath.Join(dir, "gate.json"), filepath.Join(dir, "chat.test.1.json")
+			require.NoError(t, os.WriteFile(gate, []byte(`{"verdict":"pass","comparisons":[]}`), 0o644))
+			require.NoError(t, os.WriteFile(result, []byte(`{"ttfts":[0.05,0.06],"n":1}`+"\n"), 0o644))
+			r := addCommit(t, s, "cpu4", 2, benchfmtFile(t, "aaa", 0.03, ""), gate, result)
 			c.damage(t, r)
 			_, _, err = s.Commits("cpu4")
 			require.ErrorContains(t, err, c.want)
@@ -224,6 +254,52 @@ func TestTornAndForeign(t *testing.T) {
 			assert.NoError(t, err, "nothing is lost")
 		})
 	}
+}
+
+// sameSize replaces old with new in a file of the store, which keeps
+// its size: only its hash can tell.
+func sameSize(t *testing.T, path, old, new string) {
+	t.Helper()
+	require.Equal(t, len(old), len(new))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(data), old)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644))
+}
+
+// TestRunOpenChecks: Open and ReadFile check what they read, so a file
+// altered after Commits checked it is still refused.
+func TestRunOpenChecks(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	result := filepath.Join(t.TempDir(), "chat.test.1.json")
+	require.NoError(t, os.WriteFile(result, []byte(`{"ttfts":[0.05,0.06]}`), 0o644))
+	addCommit(t, s, "cpu4", 1, benchfmtFile(t, "aaa", 0.03, ""), result)
+	commits, _, err := s.Commits("cpu4")
+	require.NoError(t, err)
+	r := commits[0].Runs[0]
+	data, err := r.ReadFile("chat.test.1.json")
+	require.NoError(t, err)
+	assert.Equal(t, `{"ttfts":[0.05,0.06]}`, string(data))
+	sameSize(t, r.Path("chat.test.1.json"), "0.06", "0.60")
+	_, err = r.ReadFile("chat.test.1.json")
+	assert.ErrorContains(t, err, "chat.test.1.json: altered: SHA-256")
+	_, err = r.ReadFile("other.json")
+	assert.ErrorContains(t, err, "other.json: not in its run's manifest")
+	sameSize(t, r.Path("chat.test.1.json"), "0.60", "0.06")
+	rc, err := r.Open("chat.test.1.json")
+	require.NoError(t, err)
+	f, err := os.OpenFile(r.Path("chat.test.1.json"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("  ")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, err = io.ReadAll(rc)
+	assert.ErrorContains(t, err, "chat.test.1.json: torn: longer than the 21 bytes its manifest says", "a file that grew after Open")
+	require.NoError(t, rc.Close())
+	require.NoError(t, os.WriteFile(r.Path("chat.test.1.json"), []byte(`{"ttfts":[0.05,0.06,0.07,0.08]}`), 0o644))
+	_, err = r.ReadFile("chat.test.1.json")
+	assert.ErrorContains(t, err, "chat.test.1.json: torn: 31 bytes, its manifest says 21")
 }
 
 // TestCommitWithoutRuns: a commit directory with only a crashed add is
