@@ -95,3 +95,42 @@ func TestHistoryCommandsRefuse(t *testing.T) {
 		assert.Contains(t, errOut, c.want, c.args)
 	}
 }
+
+// TestHistoryCommandsRefuseAlteredStore: a stored result JSON whose
+// ttfts were edited while its size was kept is refused by every command
+// that reads the store, naming the run and the file.
+func TestHistoryCommandsRefuseAlteredStore(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	for i := range 3 {
+		dir := t.TempDir()
+		bench := filepath.Join(dir, "test.benchfmt")
+		require.NoError(t, os.WriteFile(bench, []byte("scenario-sha: abc\nBenchmarkScenarios/scenario=chat 1 0.03 ttft-p99-sec 0 fail-ratio\n"), 0o644))
+		result := filepath.Join(dir, "chat.test.1.json")
+		require.NoError(t, os.WriteFile(result, []byte(`{"scenario":"chat","scenario-sha":"abc","ttfts":[0.051,0.052,0.053]}`+"\n"), 0o644))
+		code, _, errOut := runCmd(t, "history", "add", "--store", store, "--commit", fmt.Sprintf("c%02d", i), "--commit-time", fmt.Sprint(1767225600+3600*i), "--runner", "cpu4", bench, result)
+		require.Equal(t, 0, code, errOut)
+	}
+	files, err := filepath.Glob(filepath.Join(store, "cpu4", "c01", "*", "chat.test.1.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	altered := strings.Replace(string(data), `"ttfts":[0.051`, `"ttfts":[0.951`, 1)
+	require.NotEqual(t, string(data), altered)
+	require.NoError(t, os.WriteFile(files[0], []byte(altered), 0o644))
+	want := files[0] + ": altered: SHA-256"
+	for _, args := range [][]string{
+		{"gate", "-history", store},
+		{"history", "site", "--store", store, "--out", filepath.Join(t.TempDir(), "site")},
+		{"history", "export", "--store", store, "--format", "csv"},
+		{"history", "export", "--store", store, "--format", "bmf"},
+		{"history", "prune", "--store", store, "--keep-commits", "10", "--dry-run"},
+		{"history", "prune", "--store", store, "--keep-commits", "10"},
+	} {
+		code, out, errOut := runCmd(t, args...)
+		assert.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
+		assert.Contains(t, errOut, want, args)
+	}
+	_, err = os.Stat(files[0])
+	assert.NoError(t, err, "the refused prune removed nothing")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -158,6 +159,17 @@ type Baseline struct {
 // when judged, not held).
 type StoredRun struct {
 	Path string
+	run  *store.Run
+	name string
+}
+
+// Read reads the stored run's file, checked against its run's manifest:
+// an altered or torn file is an error naming the run and the file.
+func (s StoredRun) Read() ([]byte, error) {
+	if s.run == nil {
+		return readBounded(s.Path)
+	}
+	return s.run.ReadFile(s.name)
 }
 
 // FindBaseline finds and checks the history baseline of q's scenario. It
@@ -306,7 +318,8 @@ func storedRuns(c *store.Commit, scenario, sha string) ([]StoredRun, error) {
 		files := r.FilesOf(store.KindResult)
 		slices.SortStableFunc(files, func(a, b string) int { return compareRunFiles(a, b) })
 		for _, f := range files {
-			data, err := readBounded(f)
+			stored := StoredRun{Path: f, run: r, name: filepath.Base(f)}
+			data, err := stored.Read()
 			if err != nil {
 				return nil, fmt.Errorf("baseline: %w", err)
 			}
@@ -323,7 +336,7 @@ func storedRuns(c *store.Commit, scenario, sha string) ([]StoredRun, error) {
 			if why := id.refused(); why != "" {
 				return nil, fmt.Errorf("baseline: %s: a stored run of the baseline (commit %s) is %s: a baseline with invalid runs is not used", f, c.ID, why)
 			}
-			out = append(out, StoredRun{Path: f})
+			out = append(out, stored)
 		}
 	}
 	return out, nil

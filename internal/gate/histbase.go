@@ -193,7 +193,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 	// error (compare.sh falls back from it), today's a bad input.
 	estimate := func(what, file string, stored StoredRun) (PairEstimate, int, error) {
 		name := fmt.Sprintf("%s (%s) against stored run %s", what, file, stored.Path)
-		base, err := readBounded(stored.Path)
+		base, err := stored.Read()
 		if err == nil {
 			_, err = readPairedResult(base)
 		}

@@ -305,3 +305,67 @@ func TestCheckDrift(t *testing.T) {
 	_, err = CheckDrift([]PairEstimate{{D: math.NaN()}}, 0.05)
 	require.ErrorContains(t, err, "want finite values")
 }
+
+// TestStoreBaselineRefusesAlteredRuns: the ttfts of two stored runs
+// edited in place, each file's size kept, turn a clean A/A comparison
+// into exit 2 that names the altered file, never into a verdict.
+func TestStoreBaselineRefusesAlteredRuns(t *testing.T) {
+	now := time.Now().UTC()
+	tr := newStoreTrial(storeQuietNoise, 1)
+	var main8 [][]float64
+	for range 8 {
+		main8 = append(main8, tr.run(0))
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := store.Create(dir)
+	require.NoError(t, err)
+	addStored(t, st, storedAdd{runner: "cpu2", commit: "c1", added: now.Add(-48 * time.Hour), sha: "v1", runs: main8}, tr.sched)
+	var args []string
+	for i := range 2 {
+		f := filepath.Join(t.TempDir(), fmt.Sprintf("base-%d.json", i+1))
+		require.NoError(t, os.WriteFile(f, storeResult(t, "chat", "v1", tr.run(0), tr.sched, nil), 0o644))
+		args = append(args, "-fresh-base", f)
+	}
+	for i := range 8 {
+		f := filepath.Join(t.TempDir(), fmt.Sprintf("head-%d.json", i+1))
+		require.NoError(t, os.WriteFile(f, storeResult(t, "chat", "v1", tr.run(0), tr.sched, nil), 0o644))
+		args = append(args, f)
+	}
+	args = append([]string{"-sequential", "-baseline-store", dir, "-runner", "cpu2"}, args...)
+	code, out, errOut := runHistoryMain(t, args...)
+	require.Equal(t, ExitPass, code, out+errOut)
+
+	var altered []string
+	for _, n := range []int{2, 5} {
+		files, err := filepath.Glob(filepath.Join(dir, "cpu2", "c1", "*", fmt.Sprintf("chat.bench.%d.json", n)))
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		data, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		// Every TTFT's first digit after "0." raised by one (9 to 8): slower
+		// runs, of the same size.
+		s := string(data)
+		i := strings.Index(s, `"ttfts":[`)
+		require.GreaterOrEqual(t, i, 0)
+		end := i + strings.Index(s[i:], "]")
+		b := []byte(s)
+		for j := i; j+2 < end; j++ {
+			if (j == i+len(`"ttfts":[`)-1 || b[j] == ',') && b[j+1] == '0' && b[j+2] == '.' && j+3 < end {
+				if b[j+3] < '9' {
+					b[j+3]++
+				} else {
+					b[j+3]--
+				}
+			}
+		}
+		require.Len(t, b, len(data))
+		require.NotEqual(t, data, b)
+		require.NoError(t, os.WriteFile(files[0], b, 0o644))
+		altered = append(altered, files[0])
+	}
+	code, out, errOut = runHistoryMain(t, args...)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Equal(t, ExitBadInput, code)
+	require.Contains(t, errOut, altered[0]+": altered: SHA-256")
+	require.NotContains(t, out, "PASS")
+}
