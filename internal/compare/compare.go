@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // A Config is one comparison. Its zero value compares the working tree
@@ -334,7 +335,7 @@ func judgeRound(judge Judge, k Key, pairs []*Record, n int) (Verdict, error) {
 	}{{"base", last.Base}, {"head", last.Head}} {
 		if s.Invalid != "" {
 			return Verdict{State: CannotJudge, Pairs: len(pairs),
-				Reason: fmt.Sprintf("pair %d: %s's run is invalid after its reruns, the load generator fell behind: %s", n, s.side, s.Invalid)}, nil
+				Reason: fmt.Sprintf("pair %d: %s: %s (after its reruns)", n, s.side, store.Refusal(false, s.Invalid))}, nil
 		}
 	}
 	v, err := judge.Judge(k.Name, pairs)

@@ -106,7 +106,7 @@ func TestRoundsFailClosed(t *testing.T) {
 	res := &Result{}
 	require.NoError(t, compare(context.Background(), Config{}, src, judge, res, t.TempDir(), &bytes.Buffer{}))
 	assert.Equal(t, CannotJudge, res.Scenarios[0].Verdict.State)
-	assert.Equal(t, "pair 2: head's run is invalid after its reruns, the load generator fell behind: p99_lateness_ms = 80, want <= 50", res.Scenarios[0].Verdict.Reason)
+	assert.Equal(t, "pair 2: head: invalid run: load generator fell behind: p99_lateness_ms = 80, want <= 50 (after its reruns)", res.Scenarios[0].Verdict.Reason)
 	assert.Equal(t, 2, res.Exit())
 
 	src = &fakeSource{check: checked("a", "b"), problem: map[string]string{"2/b": "start head's container target of scenario b: build failed\ncontainer log:\nno such file"}}

@@ -62,7 +62,7 @@ func Load(st *store.Store, runner string) ([]Point, []string, error) {
 			case *benchfmt.SyntaxError:
 				return nil, nil, fmt.Errorf("export: %v", rec)
 			case *benchfmt.Result:
-				if v := string(rec.GetConfig("interrupted")); (v != "" && v != "false") || len(rec.GetConfig("invalid")) > 0 {
+				if store.LineRefusal(rec) != "" {
 					continue
 				}
 				bench := string(rec.Name.Full())

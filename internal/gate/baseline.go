@@ -299,13 +299,11 @@ type resultIdentity struct {
 
 // refused says why a run's figures cannot be used ("" when they can).
 func (r resultIdentity) refused() string {
-	switch {
-	case r.Interrupted:
-		return "interrupted"
-	case r.Invalid != nil && *r.Invalid != "":
-		return "invalid: " + *r.Invalid
+	invalid := ""
+	if r.Invalid != nil {
+		invalid = *r.Invalid
 	}
-	return ""
+	return store.Refusal(r.Interrupted, invalid)
 }
 
 // storedRuns reads commit c's detailed result files of scenario, in the
@@ -334,7 +332,7 @@ func storedRuns(c *store.Commit, scenario, sha string) ([]StoredRun, error) {
 				return nil, fmt.Errorf("baseline: %s: the stored run ran another version of scenario %s (scenario-sha %s, head's %s)", f, scenario, shortSHA(id.ScenarioSHA), shortSHA(sha))
 			}
 			if why := id.refused(); why != "" {
-				return nil, fmt.Errorf("baseline: %s: a stored run of the baseline (commit %s) is %s: a baseline with invalid runs is not used", f, c.ID, why)
+				return nil, fmt.Errorf("baseline: %s: a stored run of the baseline (commit %s): %s: a baseline with invalid runs is not used", f, c.ID, why)
 			}
 			out = append(out, stored)
 		}

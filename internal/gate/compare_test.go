@@ -242,7 +242,7 @@ func TestCompareScript(t *testing.T) {
 	env = nil
 	assert.Equal(t, ExitBadInput, code, log)
 	assert.Contains(t, log, "gate: refused: 1 result line(s) come from runs that cannot speak for the server", log)
-	assert.Contains(t, log, "head.benchfmt:7: BenchmarkServe: run was interrupted (interrupted: true)", log)
+	assert.Contains(t, log, "head.benchfmt:7: BenchmarkServe: interrupted run: cut short before it sent its whole load", log)
 
 	// A ref that does not exist.
 	code, _, log = compare("4", "no-such-ref")

@@ -207,11 +207,11 @@ func TestRefusedRuns(t *testing.T) {
 		name, text, want string
 	}{
 		{"interrupted", good + "interrupted: true\nBenchmarkScenarios/scenario=a 1 0.1 ttft-p99-sec 0 fail-ratio\n",
-			":11: BenchmarkScenarios/scenario=a: run was interrupted (interrupted: true)"},
+			":11: BenchmarkScenarios/scenario=a: interrupted run: cut short before it sent its whole load"},
 		{"invalid", good + "invalid: warmup failed\nBenchmarkScenarios/scenario=a 1 0.1 ttft-p99-sec 0 fail-ratio\n",
-			":11: BenchmarkScenarios/scenario=a: run is invalid (invalid: warmup failed)"},
+			":11: BenchmarkScenarios/scenario=a: invalid run: load generator fell behind: warmup failed"},
 		{"ungated-benchmark", good + "interrupted: yes\nBenchmarkScenarios/scenario=b 1 0.1 ttft-p99-sec 0 fail-ratio\n",
-			":11: BenchmarkScenarios/scenario=b: run was interrupted (interrupted: yes)"},
+			":11: BenchmarkScenarios/scenario=b: interrupted run: cut short before it sent its whole load"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,10 +271,8 @@ func TestPolicyMessages(t *testing.T) {
 }
 
 // TestRunMarkersFromWriter checks that the gate refuses what servegate's
-// writer marks (report.Interrupted, report.Invalid) under the same keys.
+// writer marks (report.Interrupted, report.Invalid).
 func TestRunMarkersFromWriter(t *testing.T) {
-	assert.Equal(t, report.InterruptedKey, interruptedKey)
-	assert.Equal(t, report.InvalidKey, invalidKey)
 	dir := t.TempDir()
 	write := func(name string, marks map[int]report.BenchConfig) string {
 		var buf bytes.Buffer
@@ -297,6 +295,6 @@ func TestRunMarkersFromWriter(t *testing.T) {
 	code, stdout, stderr = gateRun(t, base, head)
 	assert.Equal(t, ExitBadInput, code, stdout)
 	assert.Contains(t, stderr, "gate: refused: 2 result line(s)")
-	assert.Contains(t, stderr, "BenchmarkScenarios/scenario=a: run was interrupted (interrupted: true)\n")
-	assert.Contains(t, stderr, "BenchmarkScenarios/scenario=a: run is invalid (invalid: wrong model)\n")
+	assert.Contains(t, stderr, "BenchmarkScenarios/scenario=a: interrupted run: cut short before it sent its whole load\n")
+	assert.Contains(t, stderr, "BenchmarkScenarios/scenario=a: invalid run: load generator fell behind: wrong model\n")
 }

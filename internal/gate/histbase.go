@@ -149,7 +149,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 			return id, fmt.Errorf("-baseline-store: %s %s: %w", what, path, err)
 		}
 		if why := id.refused(); why != "" {
-			return id, fmt.Errorf("-baseline-store: %s %s: the run is %s: its figures are not used", what, path, why)
+			return id, fmt.Errorf("-baseline-store: %s %s: %s: its figures are not used", what, path, why)
 		}
 		return id, nil
 	}

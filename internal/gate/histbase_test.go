@@ -204,9 +204,9 @@ func TestStoreBaselineFailsClosed(t *testing.T) {
 		{"invalid result lines", with(func(a *storedAdd) { a.refusedLines = 1 }), nil, nil, func(t *testing.T) []string { return today(t, 2, 3, 0, 0) }, ExitBadInput,
 			"1 invalid or interrupted result line(s) beside 8 valid"},
 		{"interrupted stored run", with(func(a *storedAdd) { a.jsonExtra = map[string]any{"interrupted": true} }), nil, nil, func(t *testing.T) []string { return today(t, 2, 3, 0, 0) }, ExitBadInput,
-			"a stored run of the baseline (commit c1) is interrupted"},
+			"a stored run of the baseline (commit c1): interrupted run"},
 		{"invalid stored run", with(func(a *storedAdd) { a.jsonExtra = map[string]any{"invalid": "load generator saturated"} }), nil, nil, func(t *testing.T) []string { return today(t, 2, 3, 0, 0) }, ExitBadInput,
-			"is invalid: load generator saturated"},
+			"invalid run: load generator fell behind: load generator saturated"},
 		{"fewer runs than the test needs", with(func(a *storedAdd) { a.runs = main8[:2] }), nil, nil, func(t *testing.T) []string { return today(t, 2, 3, 0, 0) }, ExitBadInput,
 			"has 2 valid run(s), the test needs 3"},
 		{"fewer runs than the head runs", with(func(a *storedAdd) { a.runs = main8[:4] }), nil, nil, func(t *testing.T) []string { return today(t, 2, 5, 0, 0) }, ExitBadInput,
@@ -227,7 +227,7 @@ func TestStoreBaselineFailsClosed(t *testing.T) {
 			"ran scenario-sha v1, not the -scenario-version v2 given"},
 		{"interrupted head run", []storedAdd{good}, nil, nil, func(t *testing.T) []string {
 			return append(today(t, 1, 0, 0, 0), write(t, "h.json", "v1", tr.run(0), map[string]any{"interrupted": true}))
-		}, ExitBadInput, "the run is interrupted: its figures are not used"},
+		}, ExitBadInput, "interrupted run: cut short before it sent its whole load: its figures are not used"},
 		{"no runner", []storedAdd{good}, nil, []string{"-runner="}, func(t *testing.T) []string { return today(t, 2, 3, 0, 0) }, ExitBadInput, "-runner is required"},
 		{"max age past its limit", []storedAdd{good}, nil, []string{"-baseline-max-age", "366"}, func(t *testing.T) []string { return today(t, 2, 3, 0, 0) }, ExitBadInput,
 			"-baseline-max-age 366: want 1 to 365 days"},

@@ -7,20 +7,13 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/servegate/servegate/internal/store"
 )
 
-// The file configuration keys that mark a run as unable to speak for the
-// server. servegate writes them (internal/report.Interrupted and
-// report.Invalid) on the result lines of such runs; the gate refuses
-// every result line that carries one.
+// The gate refuses every result line that store.LineRefusal refuses: a
+// line marked store.InterruptedKey or store.InvalidKey.
 const (
-	// interruptedKey marks a run cut short (SIGINT, a deadline): its
-	// samples cover part of the load only. Any value but "false" refuses
-	// the line.
-	interruptedKey = "interrupted"
-	// invalidKey marks a run the harness found invalid; its value says
-	// why. Any value refuses the line.
-	invalidKey = "invalid"
 	// pairKey labels the two runs of one pair in paired mode
 	// (ci/compare.sh --paired writes "pair: N" on the base and the head
 	// run it drove at the same time). It never splits the grouping; gate
@@ -32,7 +25,7 @@ const (
 // benchstat -ignore list) does not already name, comma-separated.
 func markerKeys(ignore string) string {
 	var keys []string
-	for _, k := range []string{interruptedKey, invalidKey, pairKey} {
+	for _, k := range []string{store.InterruptedKey, store.InvalidKey, pairKey} {
 		if !slices.Contains(strings.Split(ignore, ","), k) {
 			keys = append(keys, k)
 		}
@@ -71,15 +64,9 @@ func isDuration(unit string) bool {
 }
 
 // unusable says why a result line comes from a run that cannot speak for
-// the server (see interruptedKey and invalidKey), or returns "".
+// the server, or returns "".
 func unusable(rec *benchfmt.Result) string {
-	if v := string(rec.GetConfig(interruptedKey)); v != "" && v != "false" {
-		return fmt.Sprintf("run was interrupted (%s: %s)", interruptedKey, v)
-	}
-	if v := string(rec.GetConfig(invalidKey)); v != "" {
-		return fmt.Sprintf("run is invalid (%s: %s)", invalidKey, v)
-	}
-	return ""
+	return store.LineRefusal(rec)
 }
 
 // rejects collects rejected result lines, keeping the first few.
@@ -94,7 +81,7 @@ type rejects struct {
 const (
 	badValues   = "bad value: %d result line(s) hold a NaN, an infinity or a negative duration, which no comparison can use; fix or remove them:"
 	refusedRuns = "refused: %d result line(s) come from runs that cannot speak for the server (" +
-		interruptedKey + " or " + invalidKey + " in their configuration); rerun them:"
+		store.InterruptedKey + " or " + store.InvalidKey + " in their configuration); rerun them:"
 	unpairedRuns = "unpaired: %d result line(s) carry no " + pairKey + ": key, which -paired matches base and head runs by; " +
 		"write them with ci/compare.sh --paired, or gate without -paired:"
 )

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/servegate/servegate/internal/redact"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // A RunInfo describes the run for the header of vLLM's result JSON.
@@ -237,11 +238,11 @@ func (s *Summary) benchmarkResult(info RunInfo) object {
 			o.set("failed_"+string(k), s.FailuresByKind[k])
 		}
 		s.setHealth(&o)
-		o.set("invalid", nilIfEmpty(info.Invalid))
+		o.set(store.InvalidKey, nilIfEmpty(info.Invalid))
 	}
 	s.setSessions(&o)
 	if info.Interrupted {
-		o.set("interrupted", true)
+		o.set(store.InterruptedKey, true)
 		o.set("interrupted_by", info.InterruptedBy)
 		o.set("unsent_requests", info.Unsent)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/servegate/servegate/internal/metrics"
 	"github.com/servegate/servegate/internal/report"
 	"github.com/servegate/servegate/internal/servermetrics"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // Hooks let a front door watch a run without owning any of it.
@@ -194,7 +195,7 @@ type InvalidRunError struct {
 }
 
 func (e *InvalidRunError) Error() string {
-	msg := "invalid run: load generator fell behind: " + e.Reason +
+	msg := store.Refusal(false, e.Reason) +
 		"; the numbers say nothing about the server, its SLOs were not judged (free CPU for the load generator, or raise the scenario's harness limits)"
 	if e.Scenario != "" {
 		return "scenario " + e.Scenario + ": " + msg

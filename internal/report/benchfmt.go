@@ -11,6 +11,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/servegate/servegate/internal/redact"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // Directions of a benchstat unit (the better= value of its metadata).
@@ -173,23 +174,11 @@ func streamed(lookup func(name string) (float64, bool)) bool {
 	return false
 }
 
-// The file configuration keys that mark a run whose samples cannot speak
-// for the server. The gate (servegate gate, internal/gate) refuses every result
-// line that carries one (exit 2, naming the lines); it ignores them when
-// grouping, so writing "interrupted: false" is harmless.
-const (
-	// InterruptedKey is set to "true" on the result lines of a run cut
-	// short (SIGINT, a deadline) before it sent its whole load.
-	InterruptedKey = "interrupted"
-	// InvalidKey holds the reason a run is invalid (the harness's
-	// verdict, say a failed warmup or a wrong model).
-	InvalidKey = "invalid"
-)
-
 // Interrupted returns the configuration entry that marks a result line
-// as coming from an interrupted run: "interrupted: true".
+// as coming from an interrupted run: "interrupted: true". The gate
+// refuses such a line (store.LineRefusal).
 func Interrupted() BenchConfig {
-	return BenchConfig{Key: InterruptedKey, Value: "true"}
+	return BenchConfig{Key: store.InterruptedKey, Value: "true"}
 }
 
 // Invalid returns the configuration entry that marks a result line as
@@ -200,7 +189,7 @@ func Invalid(reason string) BenchConfig {
 	if strings.TrimSpace(reason) == "" {
 		reason = "unspecified"
 	}
-	return BenchConfig{Key: InvalidKey, Value: reason}
+	return BenchConfig{Key: store.InvalidKey, Value: reason}
 }
 
 // healthMetrics map the load generator's health figures (result-JSON

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/perf/benchfmt"
@@ -153,7 +154,7 @@ func TestRunMarkers(t *testing.T) {
 	var got []string
 	for r.Scan() {
 		if res, ok := r.Result().(*benchfmt.Result); ok {
-			got = append(got, res.GetConfig(InterruptedKey)+"/"+res.GetConfig(InvalidKey))
+			got = append(got, res.GetConfig(store.InterruptedKey)+"/"+res.GetConfig(store.InvalidKey))
 		}
 	}
 	assert.Equal(t, []string{"/", "true/x", "/"}, got, buf.String())

@@ -415,14 +415,9 @@ func readRunFile(path string, benchmarks map[string]Benchmark) ([]byte, File, er
 	return data, f, nil
 }
 
-// Keys of the benchfmt file configuration the store reads: benchtest's
-// scenario-sha and benchtest/report's InterruptedKey and InvalidKey. This
-// package imports nothing of servegate; a test checks they agree.
-const (
-	scenarioKey    = "scenario-sha"
-	interruptedKey = "interrupted"
-	invalidKey     = "invalid"
-)
+// scenarioKey is the benchfmt file configuration key of a scenario's
+// version, as internal/pipeline writes it.
+const scenarioKey = "scenario-sha"
 
 // scanBenchfmt reads a benchfmt file's result lines into benchmarks.
 func scanBenchfmt(path string, data []byte, benchmarks map[string]Benchmark) error {
@@ -440,7 +435,7 @@ func scanBenchfmt(path string, data []byte, benchmarks map[string]Benchmark) err
 				return fmt.Errorf("%s:%d: %s: scenario-sha %s, but an earlier line has %s: one run runs one version of a scenario", file, line, name, short(sha), short(b.ScenarioSHA))
 			}
 			b.ScenarioSHA = sha
-			if v := string(rec.GetConfig(interruptedKey)); (v != "" && v != "false") || len(rec.GetConfig(invalidKey)) > 0 {
+			if LineRefusal(rec) != "" {
 				b.Refused++
 			} else {
 				b.Valid++

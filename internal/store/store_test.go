@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/servegate/servegate/internal/report"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -381,14 +379,6 @@ func TestPrune(t *testing.T) {
 	commits, _, err = s.Commits("gpu")
 	require.NoError(t, err)
 	assert.Len(t, commits, 1, "gpu's only commit is its baseline")
-}
-
-// TestKeysAgree checks the benchfmt keys the store reads against the
-// writer's.
-func TestKeysAgree(t *testing.T) {
-	assert.Equal(t, report.InterruptedKey, interruptedKey)
-	assert.Equal(t, report.InvalidKey, invalidKey)
-	assert.Equal(t, "scenario-sha", scenarioKey)
 }
 
 // TestImportsNothingOfServegate: the store and the gate that imports it

@@ -14,6 +14,7 @@ import (
 	"github.com/servegate/servegate/internal/metrics"
 	"github.com/servegate/servegate/internal/sim"
 	"github.com/servegate/servegate/internal/stats"
+	"github.com/servegate/servegate/internal/store"
 )
 
 // metricsRecord is a measured request.
@@ -122,11 +123,8 @@ func (r *Run) check() error {
 	if why := r.simulatorMarks(); why != "" {
 		return &InputError{r.Path, "", "a run against a simulator, not a server (" + why + "); calibrate a twin from runs against the real server"}
 	}
-	if r.Invalid != "" {
-		return &InputError{r.Path, "invalid", "the run is invalid (" + r.Invalid + "): its numbers say nothing about the server"}
-	}
-	if r.Interrupted {
-		return &InputError{r.Path, "interrupted", "the run was interrupted: part of a run"}
+	if why := store.Refusal(r.Interrupted, r.Invalid); why != "" {
+		return &InputError{r.Path, "", why + "; calibrate from valid runs"}
 	}
 	out := 0
 	for i, rec := range r.Records {
