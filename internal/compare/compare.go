@@ -40,6 +40,9 @@ type Config struct {
 	// Prepare, when set, is a shell command run in each side's module
 	// root before anything is built.
 	Prepare string
+	// PairMode is how a pair runs, one of pipeline.PairModes; "" is
+	// together.
+	PairMode string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Judge decides each scenario; nil is the default verdict.
@@ -165,12 +168,13 @@ func run(ctx context.Context, cfg Config, dir, out string, res *Result, log io.W
 		env: append(os.Environ(),
 			pipeline.EnvPairedBase+"="+baseRoot,
 			pipeline.EnvPairedHead+"="+headRoot,
-			pipeline.EnvPairMode+"="+pipeline.PairTogether),
+			pipeline.EnvPairMode+"="+cmp.Or(cfg.PairMode, pipeline.PairTogether)),
 		runs:     filepath.Join(out, "runs"),
 		parallel: cmp.Or(cfg.Parallel, DefaultParallel),
 		auto:     cfg.Parallel == 0,
 		log:      log,
 		seconds:  map[Key]float64{},
+		alone:    map[Key]bool{},
 	}
 	return compare(ctx, cfg, src, judge, res, out, log)
 }
@@ -185,6 +189,9 @@ func (cfg *Config) check() error {
 	}
 	if _, err := regexp.Compile(cfg.Run); err != nil {
 		return inputErrorf("-run: %v", err)
+	}
+	if cfg.PairMode != "" && !slices.Contains(pipeline.PairModes, cfg.PairMode) {
+		return inputErrorf("-pair-mode %s: want one of %s", cfg.PairMode, strings.Join(pipeline.PairModes, ", "))
 	}
 	return nil
 }
@@ -309,10 +316,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 			}
 			s.BaseImage, s.HeadImage = r.Base.Image, r.Head.Image
 			history[k] = append(history[k], r)
-			s.Verdict, err = judgeRound(judge, k, history[k], n)
-			if err != nil {
-				return err
-			}
+			s.Verdict = judgeRound(judge, k, history[k], n)
 			if s.Verdict.State == Continue {
 				still = append(still, k)
 				continue
@@ -327,7 +331,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 // judgeRound judges a scenario's pairs after round n. A pair with an
 // invalid run ends the verdict: the numbers of a load generator that
 // fell behind say nothing about the server.
-func judgeRound(judge Judge, k Key, pairs []*Record, n int) (Verdict, error) {
+func judgeRound(judge Judge, k Key, pairs []*Record, n int) Verdict {
 	last := pairs[len(pairs)-1]
 	for _, s := range []struct {
 		side string
@@ -335,18 +339,20 @@ func judgeRound(judge Judge, k Key, pairs []*Record, n int) (Verdict, error) {
 	}{{"base", last.Base}, {"head", last.Head}} {
 		if s.Invalid != "" {
 			return Verdict{State: CannotJudge, Pairs: len(pairs),
-				Reason: fmt.Sprintf("pair %d: %s: %s (after its reruns)", n, s.side, store.Refusal(false, s.Invalid))}, nil
+				Reason: fmt.Sprintf("pair %d: %s: %s (after its reruns)", n, s.side, store.Refusal(false, s.Invalid))}
 		}
 	}
 	v, err := judge.Judge(k.Name, pairs)
 	if err != nil {
-		return v, fmt.Errorf("judge %s: %w", k, err)
+		// A pair the verdict cannot read ends this scenario, not the
+		// others: a regression elsewhere is still exit 1.
+		return Verdict{State: CannotJudge, Pairs: len(pairs), Reason: err.Error()}
 	}
 	if v.State == Continue && n >= maxRounds {
 		v.State = CannotJudge
 		v.Reason = fmt.Sprintf("the verdict did not end after %d pairs: %s", n, v.Reason)
 	}
-	return v, nil
+	return v
 }
 
 func findRecord(recs []*Record, k Key) *Record {

@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,9 @@ type fakeJudge map[string]struct {
 
 func (f fakeJudge) Judge(name string, pairs []*Record) (Verdict, error) {
 	d := f[name]
+	if d.state < 0 {
+		return Verdict{}, errors.New("pair 1: not a pair")
+	}
 	if len(pairs) < d.after {
 		return Verdict{State: Continue, Pairs: len(pairs), Reason: "not yet"}, nil
 	}
@@ -109,6 +113,15 @@ func TestRoundsFailClosed(t *testing.T) {
 	assert.Equal(t, "pair 2: head: invalid run: load generator fell behind: p99_lateness_ms = 80, want <= 50 (after its reruns)", res.Scenarios[0].Verdict.Reason)
 	assert.Equal(t, 2, res.Exit())
 
+	// A pair the judge cannot read ends its scenario only: a regression
+	// elsewhere is still exit 1.
+	res = &Result{}
+	require.NoError(t, compare(context.Background(), Config{}, &fakeSource{check: checked("a", "b")},
+		fakeJudge{"a": {1, -1}, "b": {2, Regression}}, res, t.TempDir(), &bytes.Buffer{}))
+	assert.Equal(t, Verdict{State: CannotJudge, Pairs: 1, Reason: "pair 1: not a pair"}, res.Scenarios[0].Verdict)
+	assert.Equal(t, Regression, res.Scenarios[1].Verdict.State)
+	assert.Equal(t, 1, res.Exit())
+
 	src = &fakeSource{check: checked("a", "b"), problem: map[string]string{"2/b": "start head's container target of scenario b: build failed\ncontainer log:\nno such file"}}
 	err := compare(context.Background(), Config{}, src, judge, &Result{}, t.TempDir(), &bytes.Buffer{})
 	var ie *InputError
@@ -142,6 +155,13 @@ func TestSplit(t *testing.T) {
 	assert.Equal(t, []string{"x"}, jobs[0].names)
 	assert.Equal(t, []string{"y", "z", "w"}, jobs[1].names)
 	assert.Equal(t, "b", jobs[2].pkg.Rel)
+
+	// A scenario whose pairs alternate runs in a process of its own.
+	s.alone = map[Key]bool{{".", "y"}: true}
+	jobs = s.split([]Key{{".", "x"}, {".", "y"}, {".", "z"}})
+	require.Len(t, jobs, 3)
+	assert.Equal(t, job{pkg: s.pkgs[0], names: []string{"y"}, alone: true}, jobs[0])
+	s.alone = nil
 
 	s.parallel = 1
 	jobs = s.split([]Key{{".", "x"}, {".", "y"}, {"b", "q"}})

@@ -59,6 +59,10 @@
 //	-prepare COMMAND
 //		a shell command run in each side's module root before anything
 //		is built, such as one that builds a binary into a build context
+//	-pair-mode MODE
+//		how a pair runs: together, base and head at the same time
+//		(default together); a scenario whose pairs run otherwise runs
+//		with no other scenario beside it
 //
 // Under -out compare writes:
 //
@@ -81,6 +85,8 @@
 //	compare: -parallel -1: want 0 (by the harness's health) or more
 //	$ servegate compare -run ( main
 //	compare: -run: error parsing regexp: missing closing ): `(`
+//	$ servegate compare -pair-mode sometimes main
+//	compare: -pair-mode sometimes: want one of together
 //	$ servegate compare -no-such-flag main
 //	compare: flag provided but not defined: -no-such-flag (servegate compare -h: the flags)
 package compare

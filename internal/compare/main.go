@@ -44,6 +44,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Policy, "policy", "", "")
 	fs.IntVar(&cfg.Parallel, "parallel", 0, "")
 	fs.StringVar(&cfg.Prepare, "prepare", "", "")
+	fs.StringVar(&cfg.PairMode, "pair-mode", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, Usage())

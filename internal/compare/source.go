@@ -78,6 +78,9 @@ type binaries struct {
 
 	mu      sync.Mutex
 	seconds map[Key]float64
+	// alone are the scenarios whose pairs run in a mode other than
+	// together: each runs in a process with nothing beside it.
+	alone map[Key]bool
 }
 
 var _ Source = (*binaries)(nil)
@@ -91,7 +94,18 @@ func (s *binaries) Check(ctx context.Context) ([]*Record, error) {
 	for _, p := range s.pkgs {
 		jobs = append(jobs, job{pkg: p})
 	}
-	return s.run(ctx, filepath.Join(s.runs, "check"), jobs, append(s.env, pipeline.EnvPairCheck+"=1", pipeline.EnvPair+"=1"))
+	recs, err := s.run(ctx, filepath.Join(s.runs, "check"), jobs, append(s.env, pipeline.EnvPairCheck+"=1", pipeline.EnvPair+"=1"))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		if r.Mode != "" && r.Mode != pipeline.PairTogether {
+			s.alone[r.Key] = true
+		}
+	}
+	return recs, nil
 }
 
 func (s *binaries) Round(ctx context.Context, n int, open []Key) ([]*Record, error) {
@@ -116,10 +130,11 @@ func (s *binaries) Round(ctx context.Context, n int, open []Key) ([]*Record, err
 }
 
 // A job is one process: a package's binary and the scenarios it runs
-// (all of them when names is nil).
+// (all of them when names is nil). A job alone runs with no other.
 type job struct {
 	pkg   *testPkg
 	names []string
+	alone bool
 }
 
 // split groups the open scenarios by package and spreads each group
@@ -130,7 +145,12 @@ func (s *binaries) split(open []Key) []job {
 	defer s.mu.Unlock()
 	byPkg := map[string][]Key{}
 	var order []string
+	var jobs []job
 	for _, k := range open {
+		if s.alone[k] {
+			jobs = append(jobs, job{pkg: s.pkg(k.Pkg), names: []string{k.Name}, alone: true})
+			continue
+		}
 		if _, ok := byPkg[k.Pkg]; !ok {
 			order = append(order, k.Pkg)
 		}
@@ -138,7 +158,6 @@ func (s *binaries) split(open []Key) []job {
 	}
 	procs := max(s.parallel, len(order))
 	// More packages than processes: one process each, run in turn.
-	var jobs []job
 	for i, rel := range order {
 		keys := byPkg[rel]
 		// This package's share of the processes.
@@ -194,6 +213,9 @@ func (s *binaries) run(ctx context.Context, dir string, jobs []job, env []string
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for i, j := range jobs {
+		if j.alone {
+			continue
+		}
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
@@ -201,6 +223,11 @@ func (s *binaries) run(ctx context.Context, dir string, jobs []job, env []string
 		})
 	}
 	wg.Wait()
+	for i, j := range jobs {
+		if j.alone {
+			recs[i], errs[i] = s.runJob(ctx, filepath.Join(dir, fmt.Sprintf("p%d", i+1)), j, env)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
