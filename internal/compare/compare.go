@@ -315,6 +315,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 				return inputErrorf("pair %d of %s: %s", n, k, p.Message)
 			}
 			s.BaseImage, s.HeadImage = r.Base.Image, r.Head.Image
+			s.Headroom = max(s.Headroom, r.Base.Headroom, r.Head.Headroom)
 			history[k] = append(history[k], r)
 			s.Verdict = judgeRound(judge, k, history[k], n)
 			if s.Verdict.State == Continue {

@@ -44,6 +44,9 @@ type ScenarioResult struct {
 	// and HeadImage are the images each side ran.
 	TargetDiff           []string
 	BaseImage, HeadImage string
+	// Headroom is the largest share of a harness limit any of its runs
+	// used (pipeline.Headroom).
+	Headroom float64
 }
 
 // Exit is the comparison's exit status: 1 when any scenario regressed,

@@ -1,0 +1,141 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// envMeasure runs BenchmarkParallel: it needs Docker and minutes.
+const envMeasure = "SERVEGATE_COMPARE_MEASURE"
+
+// countingJudge asks for a fixed number of pairs, then passes, and
+// keeps each pair's log ratios head/base of the figures it watches.
+type countingJudge struct {
+	pairs int
+	mu    sync.Mutex
+	logs  map[string][]float64
+}
+
+// watched are the result JSON's figures whose A/A log ratio is kept.
+var watched = []string{"median_ttft_ms", "p99_ttft_ms", "median_tpot_ms"}
+
+func (j *countingJudge) Judge(name string, pairs []*Record) (Verdict, error) {
+	r := pairs[len(pairs)-1]
+	base, err := summary(r.BasePath())
+	if err != nil {
+		return Verdict{}, err
+	}
+	head, err := summary(r.HeadPath())
+	if err != nil {
+		return Verdict{}, err
+	}
+	j.mu.Lock()
+	for _, f := range watched {
+		if b, h := base[f], head[f]; b > 0 && h > 0 {
+			j.logs[f] = append(j.logs[f], math.Log(h/b))
+		}
+	}
+	j.mu.Unlock()
+	if len(pairs) < j.pairs {
+		return Verdict{State: Continue, Pairs: len(pairs)}, nil
+	}
+	return Verdict{State: Pass, Pairs: len(pairs), Reason: "counted"}, nil
+}
+
+// summary reads a result JSON's summary figures.
+func summary(path string) (map[string]float64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range watched {
+		if v, ok := m[f].(float64); ok {
+			out[f] = v
+		}
+	}
+	return out, nil
+}
+
+// BenchmarkParallel measures what running scenarios side by side buys
+// and costs on the shipped suite: an A/A comparison of this checkout's
+// HEAD with its working tree, PAIRS pairs a scenario (default 3), with
+// -parallel 1, 2, 3 and 4. It reports the wall time per round, the
+// largest share of a harness limit any run used (headroom-max), and the
+// A/A spread of each watched figure: the root mean square of the pairs'
+// log ratios head/base, which parallel runs must not raise.
+//
+//	SERVEGATE_COMPARE_MEASURE=1 go test -run '^$' -bench Parallel -benchtime 1x -timeout 60m ./internal/compare
+func BenchmarkParallel(b *testing.B) {
+	if os.Getenv(envMeasure) != "1" {
+		b.Skipf("runs the shipped suite for minutes; set %s=1", envMeasure)
+	}
+	pairs := 3
+	if v, err := strconv.Atoi(os.Getenv("PAIRS")); err == nil && v > 0 {
+		pairs = v
+	}
+	for _, p := range []int{1, 2, 3, 4} {
+		b.Run(fmt.Sprintf("parallel=%d", p), func(b *testing.B) {
+			for range b.N {
+				j := &countingJudge{pairs: pairs, logs: map[string][]float64{}}
+				log := &headroomLog{}
+				start := time.Now()
+				res, err := Run(context.Background(), Config{
+					Dir: "../..", Base: "HEAD", Packages: []string{"./scenarios"}, Parallel: p,
+					Out: b.TempDir(), Judge: j, Log: log,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				wall := time.Since(start).Seconds()
+				b.ReportMetric(wall/float64(pairs), "sec/round")
+				b.ReportMetric(wall, "sec/comparison")
+				b.ReportMetric(log.max(res), "headroom-max")
+				for _, f := range watched {
+					b.ReportMetric(rms(j.logs[f]), "aa-rms-"+f)
+				}
+				b.ReportMetric(0, "ns/op")
+			}
+		})
+	}
+}
+
+// headroomLog is a progress writer for the benchmark.
+type headroomLog struct{ mu sync.Mutex }
+
+func (l *headroomLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return os.Stderr.Write(p)
+}
+
+// max is the largest headroom of any run of the comparison's rounds.
+func (l *headroomLog) max(res *Result) float64 {
+	m := 0.0
+	for _, s := range res.Scenarios {
+		m = math.Max(m, s.Headroom)
+	}
+	return m
+}
+
+func rms(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x * x
+	}
+	return math.Sqrt(s / float64(len(xs)))
+}
