@@ -137,7 +137,7 @@ func addMain(t *testing.T, dir, commit, runner string, bench []byte, results []s
 // the machine is too noisy (never passes). Each baseline it cannot use
 // is exit 2 with its reason. Skipped under -short: about 30 runs of 2.5 s.
 // SERVEGATE_STORE_SIM_TRIALS=N runs N trials of each verdict and prints
-// the tally (docs/verdicts.md).
+// the tally (docs/logs/2026-12-02-verdicts.md).
 func TestStoreBaselineSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 simulator runs of 2.5 s")

@@ -163,7 +163,7 @@ const seqTableHeader = "| cell | machine | load before → after | head | fail |
 // seven misses it, so goodput carries noise of its own). The size is
 // the lever measured by TestSequentialLevers: of the runs tried, 400
 // requests at 80 req/s gave the smallest spread of the paired p99 per
-// second of wall time (docs/verdicts.md).
+// second of wall time (docs/logs/2026-12-02-verdicts.md).
 const (
 	seqCellRequests = 400
 	seqCellRate     = 80.0
@@ -292,7 +292,8 @@ const envSeqCITrials = "SERVEGATE_SEQUENTIAL_CI_TRIALS"
 // 1% (plus a margin for the trials' own noise) on a time-correlated
 // model, or a +10% TTFT or -5% goodput change caught less often than the
 // design promises on low noise. A broken SPRT bound or a bootstrap that
-// ignores the correlation in time fails it (docs/verdicts.md shows both).
+// ignores the correlation in time fails it: both were tried, and
+// docs/logs/2026-12-02-verdicts.md shows the messages.
 // SERVEGATE_SEQUENTIAL_CI_TRIALS sets the trials per row (default 200).
 func TestAccuracySequentialCI(t *testing.T) {
 	n := 200

@@ -191,7 +191,7 @@ func calibrate(tb testing.TB, s Sequential, m noiseModel, effect float64, trials
 // 3x the goal's false-fail rate does not (300 trials at a true 1% give
 // more than 8 false fails with probability 0.004; at 3% the mean is 9).
 // SERVEGATE_CALIBRATION_TRIALS=1000 prints the table reported in
-// docs/verdicts.md.
+// docs/logs/2026-12-02-verdicts.md.
 func TestSequentialCalibration(t *testing.T) {
 	trials, reps := 300, 200
 	if v := os.Getenv(envCalibrationTrials); v != "" {
