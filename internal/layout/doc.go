@@ -1,3 +1,5 @@
-// Package layout has no code. Its test keeps the import rules of
-// docs/architecture.md true for every package of the module.
+// Package layout has no code. Its tests keep the import rules of
+// docs/architecture.md true for every package of the module. They also
+// keep docs/environment.md's table of SERVEGATE_* variables equal to the
+// names the code reads.
 package layout
