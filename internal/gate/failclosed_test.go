@@ -49,7 +49,7 @@ func ftoa(v float64) string {
 	return string(data)
 }
 
-// TestAllFailedHead checks defect 1 of issue 14: a head whose every
+// TestAllFailedHead checks a defect that was fixed: a head whose every
 // request fails used to PASS (its latencies read 0, "-100%: better", and
 // fail-ratio was not gated). servegate now writes no latency or
 // throughput for a run with no successful request, and the gate fails
@@ -131,7 +131,7 @@ func TestLostValues(t *testing.T) {
 	assert.Contains(t, stderr, "gate: no base value: none of the base runs of Scenarios/scenario=chat-poisson, Scenarios/scenario=burst reports ttft-p99-sec")
 }
 
-// TestBadValues checks defect 2 of issue 14: NaN made go-moremath's U
+// TestBadValues checks a defect that was fixed: NaN made go-moremath's U
 // test loop until the gate was OOM-killed, and +Inf read as a
 // regression. Any NaN, ±Inf or negative duration anywhere in the input,
 // gated or not, filtered out or not, is exit 2 naming file:line.
@@ -248,7 +248,7 @@ func TestAlphaFlag(t *testing.T) {
 	assert.Equal(t, 0.01, rep.Alpha)
 }
 
-// TestPolicyMessages checks the policy errors of issue 14: an empty file
+// TestPolicyMessages checks the policy errors that were fixed: an empty file
 // said "parse policy: EOF" and "alpha: 2" alone said "line 0: gates".
 func TestPolicyMessages(t *testing.T) {
 	dir := t.TempDir()
