@@ -79,7 +79,7 @@ set -euo pipefail
 
 die() { echo "compare: $*" >&2; exit 2; }
 
-# ---- history baseline: arguments (issue 27; block below) ----------------
+# ---- history baseline: arguments (docs/verdicts.md; block below) --------
 baseline_store=${BASELINE_STORE:-}
 if [ "${1:-}" = --baseline-store ]; then
   [ $# -ge 2 ] || die "--baseline-store: want the results store's directory"
