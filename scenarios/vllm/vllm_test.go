@@ -48,7 +48,7 @@ func TestScenarios(t *testing.T) {
 }
 
 // TestTwin runs the twin's calibration set (twin/cal.yaml) and held-out
-// set (twin/held.yaml) on one vLLM container (issue #30): their detailed
+// set (twin/held.yaml) on one vLLM container (docs/twin.md): their detailed
 // results are what `servegate sim calibrate` fits and what
 // internal/twin/twin-check.sh compares the twin's predictions with.
 //
@@ -139,7 +139,7 @@ func TestTwinScenarioFiles(t *testing.T) {
 			t.Errorf("%s: a twin scenario is twin-cal-* or twin-ho-*", sc.Name)
 		}
 	}
-	assert.LessOrEqual(t, cal, 3, "at most 3 calibration runs (#30)")
+	assert.LessOrEqual(t, cal, 3, "at most 3 calibration runs (docs/twin.md)")
 	assert.Positive(t, cal)
 	assert.GreaterOrEqual(t, held, 5)
 }
