@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# twin-check.sh: the twin check of issue #30. Calibrates a twin of real
+# twin-check.sh: the twin check (docs/twin.md). Calibrates a twin of real
 # vLLM (the tiny model on CPU) and checks that it predicts runs it was not
 # calibrated on:
 #

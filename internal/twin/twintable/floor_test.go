@@ -48,7 +48,7 @@ func TestFloorSessions(t *testing.T) {
 }
 
 // BenchmarkFloor reports the floor under any twin of real vLLM on this
-// machine (issue #30): each committed session against the median of the
+// machine (docs/twin.md): each committed session against the median of the
 // other sessions' measurements, the best prediction there is without a
 // model, as the median over sessions of each figure's median |error|
 // over the held-out set (and of the capacity's |error|), in percent. A
