@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/servegate/servegate/internal/mdsafe"
 )
 
 // A Result is a comparison's outcome.
@@ -150,9 +152,9 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	icon := [...]string{"✅", "❌", "⚠️"}[exit]
 	fmt.Fprintf(&b, "## %s servegate: %s (exit %d)\n\n", icon, verdictWord(exit), exit)
 	fmt.Fprintf(&b, "Base `%s` (%s) against head `%s` (%s): base and head run at the same time, pair after pair, until each scenario's verdict ends.\n\n",
-		short(r.Base.Commit), mdEscape(r.Base.Ref), short(r.Head.Commit), mdEscape(orWorkingTree(r.Head.Ref)))
+		short(r.Base.Commit), mdsafe.Text(r.Base.Ref), short(r.Head.Commit), mdsafe.Text(orWorkingTree(r.Head.Ref)))
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "> %s\n\n", mdEscape(n))
+		fmt.Fprintf(&b, "> %s\n\n", mdsafe.Text(n))
 	}
 	if r.Err != "" {
 		fmt.Fprintf(&b, "**No verdict:**\n\n~~~\n%s\n~~~\n\n", strings.ReplaceAll(r.Err, "~~~", "~ ~ ~"))
@@ -160,20 +162,20 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| scenario | verdict | pairs | why |\n| --- | --- | --- | --- |\n")
 	for _, s := range r.Scenarios {
 		if s.NotJudged != "" {
-			fmt.Fprintf(&b, "| `%s` | not judged | 0 | %s |\n", s.Key, mdEscape(s.NotJudged))
+			fmt.Fprintf(&b, "| %s | not judged | 0 | %s |\n", mdsafe.Cell(s.Key.String()), mdsafe.Text(s.NotJudged))
 			continue
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %d | %s |\n", s.Key, s.Verdict.State, s.Verdict.Pairs, mdEscape(s.Verdict.Reason))
+		fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", mdsafe.Cell(s.Key.String()), s.Verdict.State, s.Verdict.Pairs, mdsafe.Text(s.Verdict.Reason))
 	}
 	for _, s := range r.Scenarios {
 		if s.NotJudged != "" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### `%s`\n\n", s.Key)
+		fmt.Fprintf(&b, "\n### %s\n\n", mdsafe.Code(s.Key.String()))
 		if lines := s.targetLines(); len(lines) > 0 {
 			b.WriteString("The target differs:\n\n")
 			for _, l := range lines {
-				fmt.Fprintf(&b, "- `%s`\n", strings.ReplaceAll(l, "`", "'"))
+				fmt.Fprintf(&b, "- %s\n", mdsafe.Code(l))
 			}
 			b.WriteString("\n")
 		}
@@ -181,11 +183,6 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// mdEscape keeps a table cell one cell.
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
 
 // jsonReport is gate.json's shape.

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/perf/benchunit"
+
+	"github.com/servegate/servegate/internal/mdsafe"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -206,7 +208,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s servegate gate: %s\n\n", verdictIcons[r.Verdict], strings.TrimPrefix(r.summaryLine(), "gate: "))
 	for _, e := range r.Errors {
-		fmt.Fprintf(&b, "- **error:** %s\n", mdEscape(e))
+		fmt.Fprintf(&b, "- **error:** %s\n", mdsafe.Text(e))
 	}
 	if len(r.Errors) > 0 {
 		b.WriteString("\n")
@@ -232,11 +234,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if moves.Len() > 0 {
 		b.WriteString("\n")
 		for _, l := range strings.Split(strings.TrimRight(moves.String(), "\n"), "\n") {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+			fmt.Fprintf(&b, "- %s\n", mdsafe.Text(l))
 		}
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(&b, "\n> warning: %s\n", mdEscape(warn))
+		fmt.Fprintf(&b, "\n> warning: %s\n", mdsafe.Text(warn))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -254,7 +256,7 @@ func writeMarkdownTable(b *strings.Builder, rows []*Comparison) {
 			}
 			cfg = append(cfg, kv.Key+"="+kv.Value)
 		}
-		unit := c.Unit
+		unit := mdsafe.Cell(c.Unit)
 		verdict := ""
 		if c.Gated {
 			unit += " (" + c.Tolerance.String() + ")"
@@ -263,11 +265,17 @@ func writeMarkdownTable(b *strings.Builder, rows []*Comparison) {
 			}
 			verdict += c.Reason
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(c.Benchmark), mdEscape(strings.Join(cfg, " ")),
-			mdEscape(unit), base, head, vsBase(c), mdEscape(verdict))
+		config := ""
+		if len(cfg) > 0 {
+			config = mdsafe.Cell(strings.Join(cfg, " "))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdsafe.Cell(c.Benchmark), config,
+			unit, base, head, vsBase(c), mdEscape(verdict))
 	}
 }
 
+// mdEscape keeps a table cell one cell. It is for text servegate writes;
+// text that may hold a name from a pull request goes through mdsafe.
 func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
 }

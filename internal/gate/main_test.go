@@ -187,7 +187,7 @@ func TestMainOutputs(t *testing.T) {
 	mdText, err := os.ReadFile(md)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(mdText), "### ❌ servegate gate: FAIL: 1 regression(s)"), string(mdText))
-	assert.Contains(t, string(mdText), "| Scenarios/scenario=chat-poisson | target=sim model=sim-tiny | ttft-p99-sec (+5%) | 97.96m ± 4% | 125.22m ± 2% | +27.82% (p=0.000 n=10) | ❌ regression: +27.82%, beyond tolerance +5% (p=0.000) |")
+	assert.Contains(t, string(mdText), "| `Scenarios/scenario=chat-poisson` | `target=sim model=sim-tiny` | `ttft-p99-sec` (+5%) | 97.96m ± 4% | 125.22m ± 2% | +27.82% (p=0.000 n=10) | ❌ regression: +27.82%, beyond tolerance +5% (p=0.000) |")
 	var rep Report
 	jsText, err := os.ReadFile(js)
 	require.NoError(t, err)

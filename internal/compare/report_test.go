@@ -1,0 +1,73 @@
+package compare
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/mdsafe/mdtest"
+)
+
+// hostileNames are scenario names that broke out of Markdown somewhere.
+var hostileNames = []string{
+	"z`](https://evil.example)@org/security-team",
+	"`<details><summary>fine</summary>",
+	"<details><summary>fine</summary>",
+	"[click](javascript:alert(1))",
+	"]: https://evil.example",
+	"a|b|c\n\n# heading",
+	"@org/team #12 www.evil.example",
+	"``",
+	"<img src=x onerror=alert(1)>",
+}
+
+// hostileResult is a comparison in which every name a pull request can
+// choose is name: scenario names, refs, the target's difference and the
+// reasons and notes that quote them.
+func hostileResult(name string) *Result {
+	r := &Result{
+		Base:  Side{Ref: "origin/" + name, Commit: "0123456789abcdef"},
+		Head:  Side{Ref: name, Commit: "fedcba9876543210"},
+		Notes: []string{"servegate differs: " + name},
+	}
+	r.Scenarios = []*ScenarioResult{
+		{Key: Key{Pkg: name, Name: name}, Verdict: Verdict{State: Regression, Pairs: 3, Reason: "regression of " + name},
+			TargetDiff: []string{"image: " + name + " (base: " + name + ")", "profile: " + name},
+			BaseImage:  "base-" + name, HeadImage: "head-" + name},
+		{Key: Key{Pkg: ".", Name: name + "2"}, NotJudged: "new in head: " + name},
+	}
+	return r
+}
+
+// TestHostileNamesMarkdown: names in gate.md make no link, image,
+// mention, reference or HTML, and leave the document's shape as a benign
+// name's.
+func TestHostileNamesMarkdown(t *testing.T) {
+	render := func(name string) string {
+		var b strings.Builder
+		require.NoError(t, hostileResult(name).WriteMarkdown(&b))
+		return b.String()
+	}
+	want := render("chat-ok")
+	require.Empty(t, mdtest.Findings(want))
+	for _, name := range hostileNames {
+		got := render(name)
+		require.Empty(t, mdtest.Findings(got), "name %q made active elements:\n%s", name, got)
+		require.Equal(t, shape(want), shape(got), "name %q changed the shape:\n%s", name, got)
+	}
+}
+
+var textNode = regexp.MustCompile(`^( *(?:Text|String)) .*$`)
+
+// shape is mdtest.Shape without the text of text nodes, and with a run of
+// text nodes as one: the tree a name in running prose must not change.
+func shape(doc string) string {
+	lines := strings.Split(mdtest.Shape(doc), "\n")
+	for i, l := range lines {
+		lines[i] = textNode.ReplaceAllString(l, "$1")
+	}
+	return strings.Join(slices.Compact(lines), "\n")
+}

@@ -1,0 +1,69 @@
+package gate
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/mdsafe/mdtest"
+)
+
+// hostileNames are benchmark names that broke out of Markdown somewhere.
+var hostileNames = []string{
+	"Scenarios/scenario=z`](https://evil.example)@org/security-team",
+	"Scenarios/scenario=`<details><summary>fine</summary>",
+	"<details><summary>fine</summary>",
+	"[click](javascript:alert(1))",
+	"]: https://evil.example",
+	"a|b|c\n\n# heading",
+	"@org/team #12 www.evil.example",
+	"``",
+}
+
+// hostileReport is a report in which every name is name: its benchmarks,
+// units and config values, and the errors and warnings that quote them.
+func hostileReport(name string) *Report {
+	r := &Report{Verdict: Fail, Alpha: 0.05}
+	for i, gated := range []bool{true, false} {
+		r.Comparisons = append(r.Comparisons, &Comparison{
+			Benchmark: name, Unit: name, Config: []KeyValue{{Key: "target", Value: name}},
+			Base: &Sample{N: 5}, Head: &Sample{N: 5}, Delta: 0.2 * float64(i+1), P: 0.01,
+			Gated: gated, Verdict: Fail, Reason: "regression",
+		})
+	}
+	r.Errors = []string{"mismatched inputs: gated benchmarks in base but not in head: " + name}
+	r.Warnings = []string{"benchmark " + name + " has one run"}
+	return r
+}
+
+// TestHostileNamesMarkdown: names in the gate's Markdown make no link,
+// image, mention, reference or HTML, and leave the document's shape as
+// a benign name's.
+func TestHostileNamesMarkdown(t *testing.T) {
+	render := func(name string) string {
+		var b strings.Builder
+		require.NoError(t, hostileReport(name).WriteMarkdown(&b))
+		return b.String()
+	}
+	want := render("Scenarios/scenario=ok")
+	for _, name := range hostileNames {
+		got := render(name)
+		require.Equal(t, mdtest.Findings(want), mdtest.Findings(got), "name %q made active elements:\n%s", name, got)
+		require.Equal(t, shape(want), shape(got), "name %q changed the shape:\n%s", name, got)
+	}
+}
+
+var textNode = regexp.MustCompile(`^( *(?:Text|String)) .*$`)
+
+// shape is mdtest.Shape without the text of text nodes, and with a run of
+// text nodes as one: the tree a name in running prose must not change.
+func shape(doc string) string {
+	lines := strings.Split(mdtest.Shape(doc), "\n")
+	for i, l := range lines {
+		lines[i] = textNode.ReplaceAllString(l, "$1")
+	}
+	return strings.Join(slices.Compact(lines), "\n")
+}
