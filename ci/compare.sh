@@ -71,7 +71,7 @@
 # undecided), 2 a scenario undecided at the cap or a bad input.
 #
 # --baseline-store DIR (or BASELINE_STORE=DIR; first argument): the
-# history baseline, see the block "history baseline" below.
+# stored baseline, see the block "stored baseline" below.
 #
 # Exit status: the gate's (0 pass, 1 regression, 2 bad input); 2 also when
 # a checkout or a benchmark run fails.
@@ -79,7 +79,7 @@ set -euo pipefail
 
 die() { echo "compare: $*" >&2; exit 2; }
 
-# ---- history baseline: arguments (docs/verdicts.md; block below) --------
+# ---- stored baseline: arguments (docs/verdicts.md; block below) --------
 baseline_store=${BASELINE_STORE:-}
 if [ "${1:-}" = --baseline-store ]; then
   [ $# -ge 2 ] || die "--baseline-store: want the results store's directory"
@@ -90,7 +90,7 @@ if [ -n "$baseline_store" ]; then
   case "${1:-}" in --*) die "--baseline-store: not with $1: it picks its own mode, and falls back to --sequential by itself" ;; esac
   COUNT=${COUNT:-8}
 fi
-# ---- end of the history baseline's arguments ----------------------------
+# ---- end of the stored baseline's arguments ----------------------------
 
 paired=1
 sequential=1
@@ -164,7 +164,7 @@ fi
 mode="$COUNT interleaved runs"
 if [ "$paired" = 1 ]; then mode="$COUNT pairs (base and head at the same time, head's harness)"; fi
 if [ "$sequential" = 1 ]; then mode="at most $COUNT pairs, stopping when every scenario is decided (base and head at the same time, head's harness)"; fi
-if [ -n "$baseline_store" ]; then mode="head's runs against main's stored runs (history baseline), at most $COUNT"; fi
+if [ -n "$baseline_store" ]; then mode="head's runs against main's stored runs (stored baseline), at most $COUNT"; fi
 echo "compare: base $base_sha, head $head_sha, $mode of $PKGS" | tee -a "$OUT/runs.log"
 
 if [ -z "${GATE:-}" ]; then
@@ -263,7 +263,7 @@ sequential_step() {
   return "$open"
 }
 
-# ---- history baseline (--baseline-store DIR) -----------------------------
+# ---- stored baseline (--baseline-store DIR) -----------------------------
 # Head's runs are judged against main's runs in the results store DIR
 # (docs/verdicts.md, "A baseline from history") instead of base's. FRESH
 # [2] fresh base runs are made beside head's first runs (base, head, base,
@@ -300,7 +300,7 @@ if [ -n "$baseline_store" ]; then
   base_commit=${BASE_COMMIT:-$base_sha}
   age=()
   if [ -n "${BASELINE_MAX_AGE:-}" ]; then age=(-baseline-max-age "$BASELINE_MAX_AGE"); fi
-  echo "compare: history baseline: head's runs against main's commit $base_commit in $baseline_store (runner type $runner_type), $FRESH fresh base run(s) for the drift check, at most $COUNT head runs" | tee -a "$OUT/runs.log"
+  echo "compare: stored baseline: head's runs against main's commit $base_commit in $baseline_store (runner type $runner_type), $FRESH fresh base run(s) for the drift check, at most $COUNT head runs" | tee -a "$OUT/runs.log"
   : >"$OUT/gate.txt"
   mkdir -p "$tmp/hb"
   fallback=0
@@ -360,15 +360,15 @@ if [ -n "$baseline_store" ]; then
   }
   if [ "$fallback" = 1 ]; then
     if [ "$BASELINE_FALLBACK" = 0 ]; then
-      echo "compare: history baseline: a stored baseline cannot serve (the reason is above); exit 2 (BASELINE_FALLBACK=0)" | tee -a "$OUT/runs.log" >&2
-      baseline_markdown "History baseline: cannot tell (exit 2)" "$OUT/gate.txt"
+      echo "compare: stored baseline: a stored baseline cannot serve (the reason is above); exit 2 (BASELINE_FALLBACK=0)" | tee -a "$OUT/runs.log" >&2
+      baseline_markdown "Stored baseline: cannot tell (exit 2)" "$OUT/gate.txt"
       exit 2
     fi
-    echo "compare: history baseline: a stored baseline cannot serve (the reason is above); falling back to --sequential, base and head paired, in $OUT/fallback" | tee -a "$OUT/runs.log" >&2
+    echo "compare: stored baseline: a stored baseline cannot serve (the reason is above); falling back to --sequential, base and head paired, in $OUT/fallback" | tee -a "$OUT/runs.log" >&2
     status=0
     BASELINE_STORE="" OUT="$OUT/fallback" "$here/ci/compare.sh" --sequential "$base_ref" ${head_ref:+"$head_ref"} || status=$?
-    echo "compare: history baseline fell back to --sequential: exit $status" | tee -a "$OUT/runs.log" >&2
-    baseline_markdown "History baseline not used; base and head paired (--sequential): exit $status" "$OUT/gate.txt" "$OUT/fallback/gate.txt"
+    echo "compare: stored baseline fell back to --sequential: exit $status" | tee -a "$OUT/runs.log" >&2
+    baseline_markdown "Stored baseline not used; base and head paired (--sequential): exit $status" "$OUT/gate.txt" "$OUT/fallback/gate.txt"
     exit "$status"
   fi
   status=0
@@ -379,11 +379,11 @@ if [ -n "$baseline_store" ]; then
       *) status=2 ;;
     esac
   done
-  echo "compare: history baseline verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
-  baseline_markdown "History baseline: exit $status" "$OUT/gate.txt"
+  echo "compare: stored baseline verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
+  baseline_markdown "Stored baseline: exit $status" "$OUT/gate.txt"
   exit "$status"
 fi
-# ---- end of the history baseline -----------------------------------------
+# ---- end of the stored baseline -----------------------------------------
 
 if [ "$sequential" = 1 ]; then
   : >"$OUT/gate.txt"

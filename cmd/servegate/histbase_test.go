@@ -22,14 +22,14 @@ import (
 	"github.com/servegate/servegate/internal/store"
 )
 
-// histbaseScenario is the end-to-end scenario of the history baseline:
+// histbaseScenario is the end-to-end scenario of the stored baseline:
 // 100 chat requests at 40 req/s (Poisson) against an in-process
 // simulator with 40 ms engine steps and room for every request, so that
 // a request's TTFT is the wait for the next step plus one step: the p99
 // moves with the server's step time (the slowdown knob), not with
 // queueing. About 2.5 s a run.
 const histbaseScenario = `name: histbase
-description: History baseline end to end (cmd/servegate TestStoreBaselineSimulator).
+description: Stored baseline end to end (cmd/servegate TestStoreBaselineSimulator).
 target:
   kind: inproc
   args: [--max_num_seqs=64, --step_fixed_ms=40, --prefill_token_us=5, --seq_us=100, --jitter=0.05]
@@ -126,7 +126,7 @@ func addMain(t *testing.T, dir, commit, runner string, bench []byte, results []s
 	require.Equal(t, 0, code, out+errOut)
 }
 
-// TestStoreBaselineSimulator runs the history baseline end to end with
+// TestStoreBaselineSimulator runs the stored baseline end to end with
 // real parts: main's 8 runs of a scenario on the in-process simulator,
 // filed with servegate history add; then, as ci/compare.sh
 // --baseline-store does, 2 fresh base runs beside head's first 2, head

@@ -22,7 +22,7 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 }
 
 // TestHistoryCommands runs the history subcommands end to end: adds of
-// 12 commits with a 12% step at the eighth, the gate's history mode on
+// 12 commits with a 12% step at the eighth, the gate's change-point mode on
 // the store, a prune, the site and both exports.
 func TestHistoryCommands(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")

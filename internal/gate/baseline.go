@@ -16,7 +16,7 @@ import (
 	"github.com/servegate/servegate/internal/store"
 )
 
-// Limits of a history baseline's age (-baseline-max-age, in days).
+// Limits of a stored baseline's age (-baseline-max-age, in days).
 const (
 	// DefaultBaselineMaxAgeDays is how old, in days since main's runs
 	// were added to the store, a baseline may be by default: a runner
@@ -27,7 +27,7 @@ const (
 	MaxBaselineMaxAgeDays = 365
 )
 
-// CheckBaseline finds and checks the history baselines a head can be
+// CheckBaseline finds and checks the stored baselines a head can be
 // compared against (docs/verdicts.md, "A baseline from history"): for each of
 // head's benchmarks (full name to the scenario-sha of head's result
 // lines), the baseline commit Store.Baselines gives on the runner type
@@ -119,7 +119,7 @@ func checkBaselineBenchmark(c *store.Commit, name, sha string, need int) error {
 	return nil
 }
 
-// A BaselineQuery asks the store for the history baseline of one
+// A BaselineQuery asks the store for the stored baseline of one
 // scenario: main's stored runs that head's runs are compared against.
 type BaselineQuery struct {
 	// Runner is the runner type head runs on.
@@ -142,7 +142,7 @@ type BaselineQuery struct {
 	Now time.Time
 }
 
-// A Baseline is the history baseline of one scenario.
+// A Baseline is the stored baseline of one scenario.
 type Baseline struct {
 	// Commit is main's commit whose runs are the baseline; Benchmark the
 	// benchmark's full name in the store.
@@ -172,7 +172,7 @@ func (s StoredRun) Read() ([]byte, error) {
 	return s.run.ReadFile(s.name)
 }
 
-// FindBaseline finds and checks the history baseline of q's scenario. It
+// FindBaseline finds and checks the stored baseline of q's scenario. It
 // fails closed, one error naming the reason and what to do, when:
 //
 //   - the store holds no run of q.Runner (another runner type only);

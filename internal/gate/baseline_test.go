@@ -36,7 +36,7 @@ func addRun(t *testing.T, st *store.Store, runner, commit, sha string, valid, re
 	require.NoError(t, err)
 }
 
-// TestCheckBaselineFailsClosed: every reason a history baseline cannot
+// TestCheckBaselineFailsClosed: every reason a stored baseline cannot
 // serve is an error naming it; a good one is returned.
 func TestCheckBaselineFailsClosed(t *testing.T) {
 	const chat = "Scenarios/scenario=chat"

@@ -169,9 +169,9 @@ func TestCompareScriptBaselineStore(t *testing.T) {
 		{"unchanged head", "0.1000", nil, ExitPass, []string{
 			"== store: after head run 3 (exit 0)", "no drift: today's base is within ±2.47%",
 			"PASS ttft-p99-sec: 3 head run(s) against the stored baseline, 2 fresh base run(s) for the drift check",
-			"compare: history baseline verdict: exit 0"}, []string{"head run 4 of"}},
+			"compare: stored baseline verdict: exit 0"}, []string{"head run 4 of"}},
 		{"10% slower head", "0.110", nil, ExitRegression, []string{
-			"FAIL ttft-p99-sec: 3 head run(s) against the stored baseline", "compare: history baseline verdict: exit 1"}, nil},
+			"FAIL ttft-p99-sec: 3 head run(s) against the stored baseline", "compare: stored baseline verdict: exit 1"}, nil},
 		{"drift, no fallback", "0.1000", []string{"MACHINE=1.1", "BASELINE_FALLBACK=0"}, ExitBadInput, []string{
 			"== store: after head run 1 (exit 2)", "drift: today's base differs from the stored baseline by +", "past the drift limit of ±2.47%",
 			"exit 2 (BASELINE_FALLBACK=0)"}, []string{"head run 2 of"}},

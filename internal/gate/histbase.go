@@ -15,7 +15,7 @@ import (
 	"github.com/servegate/servegate/internal/store"
 )
 
-// The history baseline's drift check (docs/verdicts.md, "A baseline from
+// The stored baseline's drift check (docs/verdicts.md, "A baseline from
 // history"). Fresh base runs made beside head's are compared with the
 // stored runs of the baseline, run for run (one schedule: the scenario's
 // seed), p99 TTFT as the verdict judges it. The drift is detected, and
@@ -27,7 +27,7 @@ const (
 	driftZ     = 1.96
 )
 
-// A Drift is the outcome of the drift check of a history baseline.
+// A Drift is the outcome of the drift check of a stored baseline.
 type Drift struct {
 	// Runs is the number of fresh base runs checked.
 	Runs int `json:"runs"`
@@ -49,7 +49,7 @@ type Drift struct {
 // mean is pooled as Sequential.Decide pools its pairs' (the larger of the
 // bootstraps' and, from 3 runs, the spread between runs).
 
-// storeUnit is the one figure the history baseline gates: p99 TTFT, by
+// storeUnit is the one figure the stored baseline gates: p99 TTFT, by
 // the same sequential test as -sequential. Goodput and the fail ratio
 // need pairs run at the same moment, which stored runs are not; the
 // fresh paired mode (-sequential) gates them.

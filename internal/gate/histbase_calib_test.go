@@ -22,7 +22,7 @@ const storeFresh = 2
 // otherwise (set in TestStoreBaselineCalibration).
 var storeShare = driftShare
 
-// storeOutcome counts the trials of one row of the history baseline's
+// storeOutcome counts the trials of one row of the stored baseline's
 // calibration.
 type storeOutcome struct {
 	Trials                       int
@@ -32,7 +32,7 @@ type storeOutcome struct {
 	Runs int
 }
 
-// storeCalibrate runs trials of the history baseline on noise model m:
+// storeCalibrate runs trials of the stored baseline on noise model m:
 // 8 stored runs of main, storeFresh fresh base runs and head runs of
 // today, the machine drifted by drift since the stored runs and head
 // slower by change. Each trial goes as ci/compare.sh --baseline-store
@@ -89,7 +89,7 @@ func storeCalibrate(tb testing.TB, m noiseModel, drift, change, share float64, t
 	return o
 }
 
-// TestStoreBaselineCalibration measures the history baseline on
+// TestStoreBaselineCalibration measures the stored baseline on
 // synthetic unpaired runs (storeLowNoise): how often a clean head fails,
 // a +5% head is caught, and a drift of the machine is found or passes
 // for a change, with the runs each verdict took. The CI size (60 trials

@@ -10,7 +10,7 @@ import (
 	"github.com/servegate/servegate/internal/store"
 )
 
-// storeFlags are the flags of the history baseline (-sequential
+// storeFlags are the flags of the stored baseline (-sequential
 // -baseline-store).
 type storeFlags struct {
 	store, baseCommit, scenarioVersion string
@@ -32,7 +32,7 @@ func (l *fileList) Set(v string) error {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.store, "baseline-store", "", "with -sequential: judge head's runs (the arguments HEAD1 HEAD2 ..., detailed result files in run order) against main's runs in the results store `dir` instead of base's (the history baseline, docs/verdicts.md)")
+	fs.StringVar(&f.store, "baseline-store", "", "with -sequential: judge head's runs (the arguments HEAD1 HEAD2 ..., detailed result files in run order) against main's runs in the results store `dir` instead of base's (the stored baseline, docs/verdicts.md)")
 	fs.StringVar(&f.baseCommit, "base-commit", "", "with -baseline-store: main's `commit` whose stored runs are the baseline (the pull request's base; full hash as filed); default: the store's newest baseline of the scenario")
 	fs.StringVar(&f.scenarioVersion, "scenario-version", "", "with -baseline-store: the scenario-sha head's runs must have ran (default: theirs)")
 	fs.IntVar(&f.maxAgeDays, "baseline-max-age", DefaultBaselineMaxAgeDays, fmt.Sprintf("with -baseline-store: the oldest stored runs used, in `days` since they were added, 1 to %d; older is stale", MaxBaselineMaxAgeDays))
@@ -53,7 +53,7 @@ func (f *storeFlags) check(fs *flag.FlagSet, sequential bool) error {
 		return nil
 	}
 	if !sequential {
-		return errors.New("-baseline-store: only with -sequential (the history baseline judges p99 TTFT with the sequential test)")
+		return errors.New("-baseline-store: only with -sequential (the stored baseline judges p99 TTFT with the sequential test)")
 	}
 	// internal/gate imports nothing of servegate but internal/store (TestImportsNothingOfServegate),
 	// so the documented limit is checked here rather than through internal/limit.

@@ -18,7 +18,7 @@ import (
 )
 
 // storeLowNoise is the low noise model of runs that do not run at the
-// same time (stored, fresh and head runs of the history baseline): no
+// same time (stored, fresh and head runs of the stored baseline): no
 // machine noise is shared between them, so only a quiet machine's (sd
 // 0.02) is left in each, beside low's private terms. How close the
 // in-process simulator comes to it is TestStoreBaselineSimulator's
@@ -258,7 +258,7 @@ func TestStoreBaselineFailsClosed(t *testing.T) {
 	}
 }
 
-// TestStoreFlagsNeedTheStore: the history baseline's flags are refused
+// TestStoreFlagsNeedTheStore: the stored baseline's flags are refused
 // without -baseline-store, and -baseline-store without -sequential.
 func TestStoreFlagsNeedTheStore(t *testing.T) {
 	for _, tt := range []struct {

@@ -18,14 +18,14 @@ import (
 	"github.com/servegate/servegate/internal/store"
 )
 
-// History mode: "servegate gate -history DIR" reads one result file per
+// Change-point mode: "servegate gate -history DIR" reads one result file per
 // commit of main, in file name order, and looks for persistent shifts in
 // every gated unit with E-divisive means (edivisive.go). Where the
 // two-sample gate asks "is this pull request slower than its base?",
 // history asks "did main get slower at some commit, and at which?", and
 // adapts to each series' own noise.
 
-// historyAlpha is the default significance level of history mode: a
+// historyAlpha is the default significance level of change-point mode: a
 // history is tested once per gated series and per change point, so it
 // takes a stricter level than a single comparison.
 const historyAlpha = 0.01
@@ -34,7 +34,7 @@ const historyAlpha = 0.01
 // the same answer.
 const historySeed = 20141
 
-// A HistoryReport is the outcome of history mode.
+// A HistoryReport is the outcome of change-point mode.
 type HistoryReport struct {
 	Dir string `json:"dir"`
 	// Runner is the runner type read from a results store.

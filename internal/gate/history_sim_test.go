@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHistorySimulator runs history mode on real measurements: 16
+// TestHistorySimulator runs change-point mode on real measurements: 16
 // "commits" of the in-process simulator, three runs each as a CI job on
 // main would write them, where every step got 20% slower from the ninth
 // commit on (the slowdown knob). History must name that commit (or a

@@ -115,7 +115,7 @@ func TestHistoryStoreEmpty(t *testing.T) {
 	assert.Contains(t, errOut, "holds no runs yet")
 }
 
-// TestMinKeepCommits: a prune by count keeps what the history gate needs.
+// TestMinKeepCommits: a prune by count keeps what the change-point gate needs.
 func TestMinKeepCommits(t *testing.T) {
 	assert.Equal(t, 2*historyMinSegment, store.MinKeepCommits)
 }

@@ -47,7 +47,7 @@ began (E-divisive means, as Apache Otava). Exit status: 0 no gated series
 ends on a regression, 1 one does, 2 bad input or too short a history.
 
 With -sequential -baseline-store DIR, head's runs of one scenario are
-judged against main's runs in the results store (the history baseline,
+judged against main's runs in the results store (the stored baseline,
 docs/verdicts.md) instead of base's: head run k against stored run k.
 The fresh base runs (-fresh-base, made beside head's runs) check first
 that the stored runs still describe this machine. Exit 2, with the
@@ -262,7 +262,7 @@ func writeFile(name string, rep reporter, write func(reporter, io.Writer) error)
 	return nil
 }
 
-// mainHistory runs history mode for Main.
+// mainHistory runs change-point mode for Main.
 func mainHistory(dir, runner, policyFile string, alpha float64, format, mdFile, jsonFile string, stdout io.Writer, fail func(error) int) int {
 	write, err := formatter(format)
 	if err != nil {

@@ -43,7 +43,7 @@ type Config struct {
 	// default policy.
 	Policy *gate.Policy
 	// Alpha is the change points' significance level; 0 means the
-	// history gate's default (0.01).
+	// change-point gate's default (0.01).
 	Alpha float64
 	// Window is how many of each runner type's newest commits change
 	// points are searched in; 0 means DefaultWindow, at most 500.
@@ -82,7 +82,7 @@ type runnerSeries struct {
 }
 
 // Write reads the store and writes the site. A store without runs, or
-// one the history gate cannot read (a torn file, say), is an error and
+// one the change-point gate cannot read (a torn file, say), is an error and
 // nothing is written.
 func Write(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.Store == nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // MinKeepCommits is the fewest commits a prune by count keeps: the
-// history gate (E-divisive, at least 3 commits on each side of a change)
+// change-point gate (E-divisive, at least 3 commits on each side of a change)
 // finds nothing in fewer.
 const MinKeepCommits = 6
 
@@ -67,7 +67,7 @@ func (s *Store) Prune(ret Retention) (*PruneReport, error) {
 		return nil, errors.New("prune: give the commits to keep (keep-commits) or the days (keep-days)")
 	}
 	if ret.KeepCommits != 0 && ret.KeepCommits < MinKeepCommits {
-		return nil, fmt.Errorf("prune: keep-commits %d: keep at least %d, the fewest in which the history gate can find a change", ret.KeepCommits, MinKeepCommits)
+		return nil, fmt.Errorf("prune: keep-commits %d: keep at least %d, the fewest in which the change-point gate can find a change", ret.KeepCommits, MinKeepCommits)
 	}
 	if ret.KeepDays < 0 || ret.KeepDays > MaxKeepDays {
 		return nil, fmt.Errorf("prune: keep-days %d: want 1 to %d", ret.KeepDays, MaxKeepDays)
