@@ -15,7 +15,9 @@ const MaxSteadyState = 0.4
 // A PairedRequest is request i of one paired run, on both sides.
 type PairedRequest struct {
 	// Start is the scheduled start offset from the start of the run,
-	// in seconds: the same on both sides.
+	// in seconds: the same on both sides (in a session run, where a
+	// turn is scheduled from the answer to the previous one, the mean
+	// of the two sides').
 	Start float64
 	// BaseTTFT and HeadTTFT are each side's time to first token in
 	// seconds (meaningless for a failed request).
@@ -32,7 +34,8 @@ type PairedRequest struct {
 // with one schedule at the same time), request by request: what every
 // figure of the fast paired verdict is estimated from.
 type PairRun struct {
-	// Requests are the run's requests in schedule order.
+	// Requests are the run's requests in schedule order (a session
+	// run's paired by session, turn and tool round: matchRequests).
 	Requests []PairedRequest
 	// BaseDuration and HeadDuration are each side's run duration in
 	// seconds (0 when the files carry none).
@@ -44,10 +47,12 @@ type PairRun struct {
 }
 
 // PairRunFromResults reads one paired run from base's and head's
-// detailed result files (the checks of RequestPairsFromResults, plus the
-// goodput of each request when the files report goodput: both or
+// detailed result files. It pairs their requests as
+// RequestPairsFromResults does (by index and schedule, or a session
+// run's by session, turn and tool round), with its checks, and reads
+// the goodput of each request when the files report goodput: both or
 // neither, and each file's goodput_met must add up to its
-// request_goodput). name is how errors call the pair.
+// request_goodput. name is how errors call the pair.
 func PairRunFromResults(name string, base, head []byte) (PairRun, error) {
 	b, err := readPairedResult(base)
 	if err != nil {
@@ -57,8 +62,9 @@ func PairRunFromResults(name string, base, head []byte) (PairRun, error) {
 	if err != nil {
 		return PairRun{}, fmt.Errorf("%s: head: %w", name, err)
 	}
-	if len(b.TTFTs) != len(h.TTFTs) {
-		return PairRun{}, fmt.Errorf("%s: not a pair: base has %d requests, head %d; a paired run sends one schedule to both", name, len(b.TTFTs), len(h.TTFTs))
+	matches, err := matchRequests(b, h)
+	if err != nil {
+		return PairRun{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if (b.RequestGoodput == nil) != (h.RequestGoodput == nil) {
 		return PairRun{}, fmt.Errorf("%s: not a pair: only one side reports request_goodput (goodput SLOs on one side only)", name)
@@ -75,15 +81,11 @@ func PairRunFromResults(name string, base, head []byte) (PairRun, error) {
 			}
 		}
 	}
-	run.Requests = make([]PairedRequest, len(b.TTFTs))
-	for i := range b.TTFTs {
-		sb, sh := b.schedule()[i], h.schedule()[i]
-		if math.Abs(sb-sh) > scheduleTolerance {
-			return PairRun{}, fmt.Errorf("%s: not a pair: request %d is scheduled at %.6f s in base, %.6f s in head; a paired run sends one schedule to both", name, i, sb, sh)
-		}
-		r := PairedRequest{Start: sb, BaseTTFT: b.TTFTs[i], HeadTTFT: h.TTFTs[i], BaseFailed: b.Errors[i] != "", HeadFailed: h.Errors[i] != ""}
+	run.Requests = make([]PairedRequest, len(matches))
+	for i, m := range matches {
+		r := PairedRequest{Start: m.start, BaseTTFT: b.TTFTs[m.b], HeadTTFT: h.TTFTs[m.h], BaseFailed: b.Errors[m.b] != "", HeadFailed: h.Errors[m.h] != ""}
 		if run.Goodput {
-			r.BaseGood, r.HeadGood = weight(b.GoodputMet[i]), weight(h.GoodputMet[i])
+			r.BaseGood, r.HeadGood = weight(b.GoodputMet[m.b]), weight(h.GoodputMet[m.h])
 		}
 		run.Requests[i] = r
 	}

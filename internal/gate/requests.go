@@ -34,6 +34,11 @@ type pairedResult struct {
 	Duration       *float64 `json:"duration"`
 	RequestGoodput *float64 `json:"request_goodput"`
 	GoodputMet     []bool   `json:"goodput_met"`
+	// SessionIDs, SessionTurns and ToolRounds name each request of a
+	// session run (nil otherwise): its requests pair by them.
+	SessionIDs   []string `json:"session_ids"`
+	SessionTurns []int    `json:"session_turns"`
+	ToolRounds   []int    `json:"session_tool_rounds"`
 }
 
 // RequestPairsFromResults matches the requests of the two detailed
@@ -41,7 +46,9 @@ type pairedResult struct {
 // index and returns their TTFT pairs, in seconds, with the scheduled
 // start offset of each. It checks that the two files are a pair: the
 // same number of requests and, request by request, the same scheduled
-// offset (start_times when a file has no scheduled_times). A request
+// offset (start_times when a file has no scheduled_times). The requests
+// of a session run pair by session, turn and tool round instead
+// (matchRequests), in the order of their scheduled offsets. A request
 // that failed on either side has no TTFT and is left out; dropped counts
 // them (the fail-ratio gate judges failures). Errors name the side and
 // the field; name is how the caller calls the pair in them.
@@ -54,19 +61,16 @@ func RequestPairsFromResults(name string, base, head []byte) (pairs []RequestPai
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: head: %w", name, err)
 	}
-	if len(b.TTFTs) != len(h.TTFTs) {
-		return nil, 0, fmt.Errorf("%s: not a pair: base has %d requests, head %d; a paired run sends one schedule to both", name, len(b.TTFTs), len(h.TTFTs))
+	matches, err := matchRequests(b, h)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", name, err)
 	}
-	for i := range b.TTFTs {
-		sb, sh := b.schedule()[i], h.schedule()[i]
-		if math.Abs(sb-sh) > scheduleTolerance {
-			return nil, 0, fmt.Errorf("%s: not a pair: request %d is scheduled at %.6f s in base, %.6f s in head; a paired run sends one schedule to both", name, i, sb, sh)
-		}
-		if b.Errors[i] != "" || h.Errors[i] != "" {
+	for _, m := range matches {
+		if b.Errors[m.b] != "" || h.Errors[m.h] != "" {
 			dropped++
 			continue
 		}
-		pairs = append(pairs, RequestPair{Start: sb, Base: b.TTFTs[i], Head: h.TTFTs[i]})
+		pairs = append(pairs, RequestPair{Start: m.start, Base: b.TTFTs[m.b], Head: h.TTFTs[m.h]})
 	}
 	return pairs, dropped, nil
 }
@@ -95,6 +99,16 @@ func readPairedResult(data []byte) (*pairedResult, error) {
 		return nil, fmt.Errorf("read result: errors: %d entries for %d requests", len(r.Errors), n)
 	case len(r.schedule()) != n:
 		return nil, fmt.Errorf("read result: scheduled_times/start_times: %d entries for %d requests", len(r.schedule()), n)
+	}
+	if r.SessionIDs != nil {
+		switch {
+		case len(r.SessionIDs) != n:
+			return nil, fmt.Errorf("read result: session_ids: %d entries for %d requests", len(r.SessionIDs), n)
+		case len(r.SessionTurns) != n:
+			return nil, fmt.Errorf("read result: session_turns: %d entries for %d requests", len(r.SessionTurns), n)
+		case r.ToolRounds != nil && len(r.ToolRounds) != n:
+			return nil, fmt.Errorf("read result: session_tool_rounds: %d entries for %d requests", len(r.ToolRounds), n)
+		}
 	}
 	if r.GoodputMet != nil && len(r.GoodputMet) != n {
 		return nil, fmt.Errorf("read result: goodput_met: %d entries for %d requests", len(r.GoodputMet), n)
