@@ -12,6 +12,7 @@ import (
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/redact"
 )
 
 // runPairedBench is runBench in paired mode (`servegate compare`, see
@@ -65,6 +66,10 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	if err := pipeline.Pairable(head); err != nil {
 		problem(pipeline.ProblemScenario, "head", err)
 	}
+	if err := pipeline.CheckSides(base, head); err != nil {
+		problem(pipeline.ProblemScenario, "", err)
+	}
+	rec.Mode = pipeline.ChoosePairMode(rec.Mode, base.Target, head.Target)
 	rec.TargetDiff = pipeline.TargetDiff(base.Target, head.Target, os.Getenv(pipeline.EnvPairedBase), os.Getenv(pipeline.EnvPairedHead))
 	plan := pipeline.NewPlan(head)
 	if err := pipeline.ApplyLoadShard(plan); err != nil {
@@ -78,33 +83,68 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	if err != nil {
 		problem(pipeline.ProblemStart, "base", err)
 	}
-	tb, err := pipeline.Shared.Acquire(context.Background(), owner, baseSpec)
-	if err != nil {
-		problem(pipeline.ProblemStart, "base", fmt.Errorf("start base's %s target of scenario %s: %w", baseSpec.Kind, sc.Name, err))
+	// Each side is a server of its own, started here rather than taken
+	// from the shared pool: equal specs (an A/A) are still two starts.
+	var tb *pipeline.Target
+	start := func(side string, spec scenario.Target, tgt **pipeline.Target) pipeline.StartFunc {
+		return func(ctx context.Context) (*pipeline.Target, error) {
+			t, err := pipeline.StartTarget(ctx, spec, pipeline.TestLog{TB: b})
+			if err != nil {
+				return nil, fmt.Errorf("start %s's %s target of scenario %s: %w", side, spec.Kind, sc.Name, err)
+			}
+			b.Cleanup(func() {
+				cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_ = t.Close(cctx)
+			})
+			*tgt = t
+			return t, nil
+		}
 	}
-	th, err := pipeline.Shared.Acquire(context.Background(), owner, plan.Target)
-	if err != nil {
-		problem(pipeline.ProblemStart, "head", fmt.Errorf("start head's %s target of scenario %s: %w", plan.Target.Kind, sc.Name, err))
-	}
-	rec.Base = pipeline.PairSide{Target: tb.Kind, Image: tb.Image}
-	rec.Head = pipeline.PairSide{Target: th.Kind, Image: th.Image}
+	var th *pipeline.Target
+	startBase := start("base", baseSpec, &tb)
+	startHead := start("head", plan.Target, &th)
 
 	ctx, cancel := pipeline.RunContext(b.Context(), plan)
 	defer cancel()
 	baseFirst := rec.Pair%2 == 1
-	b.StartTimer()
-	ob, oh, err := pipeline.ExecutePair(ctx, plan, tb, th, baseFirst, pairRerunHooks(b, tb))
-	b.StopTimer()
+	hooks := pairRerunHooks(b, func() *pipeline.Target { return tb })
+	var ob, oh *pipeline.Outcome
+	if rec.Mode == pipeline.PairAlternate {
+		b.StartTimer()
+		ob, oh, err = pipeline.ExecutePairInTurn(ctx, plan, startBase, startHead, baseFirst, hooks)
+		b.StopTimer()
+		var se *pipeline.SideError
+		if errors.As(err, &se) && se.Start {
+			problem(pipeline.ProblemStart, se.Side, se.Err)
+		}
+	} else {
+		if _, err := startBase(context.Background()); err != nil {
+			problem(pipeline.ProblemStart, "base", err)
+		}
+		if _, err := startHead(context.Background()); err != nil {
+			problem(pipeline.ProblemStart, "head", err)
+		}
+		b.StartTimer()
+		ob, oh, err = pipeline.ExecutePair(ctx, plan, tb, th, baseFirst, hooks)
+		b.StopTimer()
+	}
 	if err != nil {
 		problem(pipeline.ProblemRun, "", err)
 	}
+	rec.Base = pipeline.PairSide{Target: ob.Target.Kind, Image: ob.Target.Image}
+	rec.Head = pipeline.PairSide{Target: oh.Target.Kind, Image: oh.Target.Image}
 	label := strconv.Itoa(rec.Pair)
 	ob.Pair, oh.Pair = label, label
 	first := "base"
 	if !baseFirst {
 		first = "head"
 	}
-	b.Logf("pair %s: base (%s) and head (%s) at the same time, %s started first", label, tb.Image, th.Image, first)
+	how := "at the same time"
+	if rec.Mode == pipeline.PairAlternate {
+		how = "in turn, each started for its run"
+	}
+	b.Logf("pair %s: base (%s) and head (%s) %s, %s first", label, sideName(ob.Target), sideName(oh.Target), how, first)
 	rec.Base.Result = filepath.Base(save(b, ob, "bench-base", baseBenchfmt, b.Name()))
 	rec.Head.Result = filepath.Base(save(b, oh, "bench", benchBenchfmt, b.Name()))
 	rec.Base.Invalid, rec.Head.Invalid = ob.Invalid(), oh.Invalid()
@@ -136,10 +176,10 @@ func writeRecord(b *testing.B, rec *pipeline.PairRecord) {
 
 // pairRerunHooks keep the result JSON of both runs of every pair that
 // ExecutePair runs again, base's under base's name, and say so.
-func pairRerunHooks(b *testing.B, base *pipeline.Target) pipeline.Hooks {
+func pairRerunHooks(b *testing.B, base func() *pipeline.Target) pipeline.Hooks {
 	return pipeline.Hooks{Rerun: func(o *pipeline.Outcome) {
 		mode, side := "bench", "head"
-		if o.Target == base {
+		if o.Target == base() {
 			mode, side = "bench-base", "base"
 		}
 		path, err := out.writeResult(o.Plan.Name, mode, o.ResultJSON(o.RunInfo(), true))
@@ -148,4 +188,12 @@ func pairRerunHooks(b *testing.B, base *pipeline.Target) pipeline.Hooks {
 		}
 		b.Logf("%s's %s\n%v; running the pair again (harness.reruns %d), its result: %s", side, o.HealthLine(), o.InvalidError(), o.Plan.Harness.Reruns, path)
 	}}
+}
+
+// sideName names a side's server in the log: its image, or its URL.
+func sideName(t *pipeline.Target) string {
+	if t.Image != "" {
+		return t.Image
+	}
+	return redact.String(t.BaseURL)
 }

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/simulator"
+	"github.com/servegate/servegate/internal/redact"
 )
 
 // Paired mode is how `servegate compare` measures a pull request. With
@@ -24,12 +27,17 @@ import (
 // same requests and the same arrival schedule. The machine's noise at
 // that moment falls on both runs of a pair.
 //
-// Only targets built from each side's sources pair: kind sim and kind
-// container. Each side's target comes from its own checkout: a container
-// target's build context, a sim target's profile file. The simulator
-// image is the one of the servegate sources the test builds with, on
-// both sides; when the base checkout is servegate itself, base's
-// simulator is built from it.
+// Each side's target comes from its own checkout: a container target's
+// image, build context, args and env, a sim target's profile file, a
+// vllm target's image, model and serve flags. A url target is a server
+// someone else deployed: head's is SERVEGATE_URL (or the file's
+// target.url), base's is EnvBaseURL. The simulator image is the one of
+// the servegate sources the test builds with, on both sides; when the
+// base checkout is servegate itself, base's simulator is built from it.
+// An inproc target does not pair: it runs in the test's own process.
+//
+// Each side is its own server start, even when both specs are equal:
+// an A/A comparison measures two starts, as every real one does.
 const (
 	// EnvPairedBase is the base checkout's module root.
 	EnvPairedBase = "SERVEGATE_PAIRED_BASE"
@@ -39,8 +47,12 @@ const (
 	// EnvPair is the pair label (a positive integer, default 1), written
 	// as pair: on both runs. Base starts first when it is odd.
 	EnvPair = "SERVEGATE_PAIR"
-	// EnvPairMode says how a pair runs: PairTogether, the default.
+	// EnvPairMode says how a pair runs, one of PairModes; unset, the
+	// targets' kinds choose (ChoosePairMode).
 	EnvPairMode = "SERVEGATE_PAIR_MODE"
+	// EnvBaseURL is base's server of a url target, head's being
+	// SERVEGATE_URL or the file's target.url.
+	EnvBaseURL = "SERVEGATE_BASE_URL"
 	// EnvPairCheck, set to 1, makes each scenario check that it pairs
 	// and write its record without starting a target.
 	EnvPairCheck = "SERVEGATE_PAIR_CHECK"
@@ -49,11 +61,23 @@ const (
 // PairCheck reports whether this process only checks its pairs.
 func PairCheck() bool { return os.Getenv(EnvPairCheck) == "1" }
 
-// PairTogether runs base and head at the same time.
-const PairTogether = "together"
+// The pair modes.
+const (
+	// PairTogether runs base and head at the same time: the machine's
+	// noise of that moment falls on both. For servers that fit on the
+	// machine side by side: the simulator, small containers, two
+	// deployments elsewhere (url).
+	PairTogether = "together"
+	// PairAlternate runs base and head in turn, each server started
+	// just before its run and stopped after it, so that they never
+	// share a CPU or a GPU. Odd pairs run base first, even pairs head
+	// first: base, head, head, base. For vllm targets and any target
+	// that asks for GPUs.
+	PairAlternate = "alternate"
+)
 
 // PairModes lists the pair modes EnvPairMode accepts.
-var PairModes = []string{PairTogether}
+var PairModes = []string{PairTogether, PairAlternate}
 
 // Paired reports whether this process runs in paired mode.
 func Paired() bool { return os.Getenv(EnvPairedBase) != "" }
@@ -71,11 +95,11 @@ func PairLabel() (int, error) {
 	return n, nil
 }
 
-// PairMode returns EnvPairMode, PairTogether when unset.
+// PairMode returns EnvPairMode, "" when unset: ChoosePairMode decides.
 func PairMode() (string, error) {
 	v := os.Getenv(EnvPairMode)
 	if v == "" {
-		return PairTogether, nil
+		return "", nil
 	}
 	for _, m := range PairModes {
 		if v == m {
@@ -83,6 +107,22 @@ func PairMode() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s=%q: want one of %s", EnvPairMode, v, strings.Join(PairModes, ", "))
+}
+
+// ChoosePairMode returns mode when set, else the mode the targets'
+// kinds call for: PairAlternate when either side is a vllm target, two
+// servers that would fight for the same CPU cores; PairTogether
+// otherwise.
+func ChoosePairMode(mode string, base, head scenario.Target) string {
+	if mode != "" {
+		return mode
+	}
+	for _, t := range []scenario.Target{base, head} {
+		if t.Kind == scenario.TargetVLLM {
+			return PairAlternate
+		}
+	}
+	return PairTogether
 }
 
 // ErrNewInHead says that base has no scenario of that name: it is new
@@ -113,9 +153,17 @@ func BaseScenario(sc *scenario.Scenario) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("paired mode: base's scenario %s: %w", sc.Name, err)
 	}
+	env := scenario.EnvFromOS()
+	if u := os.Getenv(EnvBaseURL); u != "" {
+		env.URL = u
+	}
 	for _, b := range scs {
 		if b.Name == sc.Name {
-			return b.Override(scenario.EnvFromOS())
+			bsc, err := b.Override(env)
+			if err != nil {
+				return nil, fmt.Errorf("paired mode: base's %w", err)
+			}
+			return bsc, nil
 		}
 	}
 	return nil, fmt.Errorf("paired mode: base's %s has no scenario %s: %w", rel, sc.Name, ErrNewInHead)
@@ -213,14 +261,40 @@ func BaseTarget(ctx context.Context, bsc *scenario.Scenario, log io.Writer) (sce
 // servegateModule is servegate's module path.
 const servegateModule = "github.com/servegate/servegate"
 
-// Pairable says why a side's scenario cannot pair: its target is not
-// built from that side's sources.
+// Pairable says why a side's scenario cannot pair: an inproc target
+// runs inside the test's process, which both sides share.
 func Pairable(sc *scenario.Scenario) error {
 	switch sc.Target.Kind {
-	case scenario.TargetSim, scenario.TargetContainer:
+	case scenario.TargetSim, scenario.TargetContainer, scenario.TargetVLLM, scenario.TargetURL:
 		return nil
 	}
-	return fmt.Errorf("paired mode: scenario %s: a %s target is not built from each side's sources; paired mode runs sim and container targets", sc.Name, sc.Target.Kind)
+	return fmt.Errorf("paired mode: scenario %s: a %s target runs inside the test's process, which base and head would share; paired mode runs sim, container, vllm and url targets", sc.Name, sc.Target.Kind)
+}
+
+// CheckSides says why base's and head's targets cannot be two sides of
+// a pair: two url targets at one URL are one server.
+func CheckSides(base, head *scenario.Scenario) error {
+	if base.Target.Kind == scenario.TargetURL && head.Target.Kind == scenario.TargetURL &&
+		sameURL(base.Target.URL, head.Target.URL) {
+		return fmt.Errorf("paired mode: scenario %s: base's and head's url targets are both %s, one server; "+
+			"deploy each side and give base's URL in %s (servegate compare -base-url), head's in %s (-head-url)",
+			head.Name, redact.String(head.Target.URL), EnvBaseURL, scenario.EnvURL)
+	}
+	return nil
+}
+
+// sameURL compares two base URLs, ignoring a trailing slash and the
+// case of the scheme and host.
+func sameURL(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.TrimRight(s, "/")
+		if u, err := url.Parse(s); err == nil {
+			u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+			return u.String()
+		}
+		return s
+	}
+	return norm(a) == norm(b)
 }
 
 // isServegate reports whether root is a checkout of servegate's module.
@@ -282,6 +356,60 @@ func executePairOnce(ctx context.Context, plan *Plan, base, head *Target, baseFi
 	wg.Wait()
 	if err := errors.Join(errB, errH); err != nil {
 		return nil, nil, err
+	}
+	return ob, oh, nil
+}
+
+// A SideError is an error of one side of a pair: its target did not
+// start (Start), or its run did not end.
+type SideError struct {
+	Side  string
+	Start bool
+	Err   error
+}
+
+func (e *SideError) Error() string { return e.Side + "'s " + e.Err.Error() }
+func (e *SideError) Unwrap() error { return e.Err }
+
+// A StartFunc starts one side's target.
+type StartFunc func(ctx context.Context) (*Target, error)
+
+// ExecutePairInTurn runs plan on base's target and on head's in turn,
+// the one baseFirst says first (PairAlternate). Each side's target is
+// started just before its run and stopped after it, so that the two
+// servers never hold the machine's CPUs, memory or GPU at once. An
+// invalid run is run again on its own side (Plan.Harness.Reruns): the
+// two runs of a pair do not share a moment anyway. An error is a
+// *SideError.
+func ExecutePairInTurn(ctx context.Context, plan *Plan, startBase, startHead StartFunc, baseFirst bool, hooks Hooks) (ob, oh *Outcome, err error) {
+	if err := checkStartAt(plan); err != nil {
+		return nil, nil, err
+	}
+	if err := plan.Prepare(ctx); err != nil {
+		return nil, nil, err
+	}
+	type side struct {
+		name  string
+		start StartFunc
+		out   **Outcome
+	}
+	sides := []side{{"base", startBase, &ob}, {"head", startHead, &oh}}
+	if !baseFirst {
+		sides[0], sides[1] = sides[1], sides[0]
+	}
+	for _, s := range sides {
+		tgt, err := s.start(ctx)
+		if err != nil {
+			return nil, nil, &SideError{Side: s.name, Start: true, Err: err}
+		}
+		o, err := Execute(ctx, plan, tgt, hooks)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		cerr := tgt.Close(cctx)
+		cancel()
+		if err = errors.Join(err, cerr); err != nil {
+			return nil, nil, &SideError{Side: s.name, Err: err}
+		}
+		*s.out = o
 	}
 	return ob, oh, nil
 }

@@ -128,7 +128,7 @@ func TestBaseScenario(t *testing.T) {
 	bsc, err = BaseScenario(sc)
 	require.NoError(t, err)
 	_, err = BaseTarget(context.Background(), bsc, nil)
-	require.ErrorContains(t, err, "a inproc target is not built from each side's sources; paired mode runs sim and container targets")
+	require.ErrorContains(t, err, "a inproc target runs inside the test's process, which base and head would share; paired mode runs sim, container, vllm and url targets")
 
 	t.Setenv(EnvPairedHead, "")
 	_, err = BaseScenario(sc)
@@ -160,7 +160,7 @@ func TestPairLabel(t *testing.T) {
 		_, err := PairLabel()
 		assert.Equal(t, ok, err == nil, "SERVEGATE_PAIR=%q", v)
 	}
-	for v, ok := range map[string]bool{"": true, PairTogether: true, "later": false} {
+	for v, ok := range map[string]bool{"": true, PairTogether: true, PairAlternate: true, "later": false} {
 		t.Setenv(EnvPairMode, v)
 		_, err := PairMode()
 		assert.Equal(t, ok, err == nil, "SERVEGATE_PAIR_MODE=%q", v)

@@ -9,16 +9,20 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/redact"
 	"github.com/servegate/servegate/internal/sim"
 	"github.com/servegate/servegate/internal/tokenizer"
 )
 
 // startURL uses a server that is already running. Without target.model
-// it asks the server's /v1/models which model it serves.
+// it asks the server's /v1/models which model it serves; with it, a
+// server whose /v1/models lists other models only is refused: its
+// numbers would be another model's.
 func startURL(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, error) {
 	base := strings.TrimRight(spec.URL, "/")
 	model := spec.Model
@@ -28,6 +32,12 @@ func startURL(ctx context.Context, spec scenario.Target, _ io.Writer) (*Target, 
 			return nil, fmt.Errorf("start url target: no target.model (or SERVEGATE_MODEL) and %w", err)
 		}
 		model = m
+	} else if ids, err := servedModels(ctx, base); err == nil {
+		want := cmp.Or(spec.ServedModelName, model)
+		if !slices.Contains(ids, want) {
+			return nil, fmt.Errorf("start url target: %s serves %s, not %s, the model the scenario names",
+				redact.String(base), strings.Join(ids, ", "), want)
+		}
 	}
 	return &Target{
 		Kind:            scenario.TargetURL,
@@ -106,13 +116,23 @@ func startInproc(ctx context.Context, spec scenario.Target, _ io.Writer) (*Targe
 
 // servedModel asks /v1/models for the first model's id.
 func servedModel(ctx context.Context, base string) (string, error) {
+	ids, err := servedModels(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// servedModels asks /v1/models for the ids of the models served, at
+// least one.
+func servedModels(ctx context.Context, base string) ([]string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
 	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: %w", err)
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -121,7 +141,11 @@ func servedModel(ctx context.Context, base string) (string, error) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Data) == 0 {
-		return "", fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
+		return nil, fmt.Errorf("list models: status %d, no model in the answer (%v)", resp.StatusCode, err)
 	}
-	return body.Data[0].ID, nil
+	ids := make([]string, len(body.Data))
+	for i, d := range body.Data {
+		ids[i] = d.ID
+	}
+	return ids, nil
 }
