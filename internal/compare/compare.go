@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/redact"
 	"github.com/servegate/servegate/internal/store"
 )
 
@@ -40,9 +43,13 @@ type Config struct {
 	// Prepare, when set, is a shell command run in each side's module
 	// root before anything is built.
 	Prepare string
-	// PairMode is how a pair runs, one of pipeline.PairModes; "" is
-	// together.
+	// PairMode is how a pair runs, one of pipeline.PairModes; "" lets
+	// each scenario's target kind choose (pipeline.ChoosePairMode).
 	PairMode string
+	// BaseURL and HeadURL, when set, are servers each side deployed:
+	// every scenario runs on a url target there (SERVEGATE_BASE_URL,
+	// SERVEGATE_URL).
+	BaseURL, HeadURL string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Judge decides each scenario; nil is the default verdict.
@@ -167,14 +174,22 @@ func run(ctx context.Context, cfg Config, dir, out string, res *Result, log io.W
 		pkgs: pkgs,
 		env: append(os.Environ(),
 			pipeline.EnvPairedBase+"="+baseRoot,
-			pipeline.EnvPairedHead+"="+headRoot,
-			pipeline.EnvPairMode+"="+cmp.Or(cfg.PairMode, pipeline.PairTogether)),
+			pipeline.EnvPairedHead+"="+headRoot),
 		runs:     filepath.Join(out, "runs"),
 		parallel: cmp.Or(cfg.Parallel, DefaultParallel),
 		auto:     cfg.Parallel == 0,
 		log:      log,
 		seconds:  map[Key]float64{},
 		alone:    map[Key]bool{},
+	}
+	if cfg.PairMode != "" {
+		src.env = append(src.env, pipeline.EnvPairMode+"="+cfg.PairMode)
+	}
+	if cfg.BaseURL != "" {
+		src.env = append(src.env, pipeline.EnvBaseURL+"="+cfg.BaseURL)
+	}
+	if cfg.HeadURL != "" {
+		src.env = append(src.env, scenario.EnvURL+"="+cfg.HeadURL)
 	}
 	return compare(ctx, cfg, src, judge, res, out, log)
 }
@@ -192,6 +207,14 @@ func (cfg *Config) check() error {
 	}
 	if cfg.PairMode != "" && !slices.Contains(pipeline.PairModes, cfg.PairMode) {
 		return inputErrorf("-pair-mode %s: want one of %s", cfg.PairMode, strings.Join(pipeline.PairModes, ", "))
+	}
+	for _, u := range []struct{ flag, url string }{{"-base-url", cfg.BaseURL}, {"-head-url", cfg.HeadURL}} {
+		if p, err := url.Parse(u.url); u.url != "" && (err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "") {
+			return inputErrorf("%s %s: want http://host:port", u.flag, redact.String(u.url))
+		}
+	}
+	if cfg.BaseURL != "" && strings.TrimRight(cfg.BaseURL, "/") == strings.TrimRight(cfg.HeadURL, "/") {
+		return inputErrorf("-base-url and -head-url are both %s, one server: deploy base and head each, and give each side's URL", redact.String(cfg.BaseURL))
 	}
 	return nil
 }

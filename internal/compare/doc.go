@@ -24,10 +24,20 @@
 // round of pairs the verdict judges every scenario again. A scenario
 // runs pairs until its verdict ends.
 //
-// Each side runs its own target. A container target is built from that
-// side's build context; a sim target serves that side's profile file.
-// A scenario pairs when its workload is the same on both sides: dataset,
-// load and SLOs. Its target may differ, and the report says how.
+// Each side runs its own target, a server started for that side alone
+// even when both sides' targets are the same. A container target is
+// built from that side's build context or runs that side's image, args
+// and env; a sim target serves that side's profile file; a vllm target
+// runs that side's image, model and serve flags. A url target is a
+// server CI deployed for each side: -base-url and -head-url. A scenario
+// pairs when its workload is the same on both sides: dataset, load and
+// SLOs. Its target may differ, and the report says how at its top.
+//
+// Servers that fit on the machine side by side (sim, container, url)
+// run their pairs together. vllm targets alternate: each side's server
+// starts for its run and stops after it, base first in odd pairs and
+// head first in even ones, so that two servers never fight for the
+// same CPU cores or GPU. -pair-mode overrides the choice.
 //
 // The simulator, a sim target or a container target's backends, is
 // built from the servegate version that HEAD's go.mod names, for both
@@ -60,9 +70,14 @@
 //		a shell command run in each side's module root before anything
 //		is built, such as one that builds a binary into a build context
 //	-pair-mode MODE
-//		how a pair runs: together, base and head at the same time
-//		(default together); a scenario whose pairs run otherwise runs
-//		with no other scenario beside it
+//		how a pair runs: together, base and head at the same time, or
+//		alternate, in turn (default: by each scenario's target kind);
+//		a scenario whose pairs alternate runs with no other scenario
+//		beside it
+//	-base-url URL, -head-url URL
+//		servers deployed for base and for head: every scenario runs on
+//		a url target, base's at one, head's at the other (or at its
+//		scenario file's target.url). They must differ
 //
 // Under -out compare writes:
 //
@@ -86,7 +101,9 @@
 //	$ servegate compare -run ( main
 //	compare: -run: error parsing regexp: missing closing ): `(`
 //	$ servegate compare -pair-mode sometimes main
-//	compare: -pair-mode sometimes: want one of together
+//	compare: -pair-mode sometimes: want one of together, alternate
+//	$ servegate compare -base-url http://10.0.0.5:8000 -head-url http://10.0.0.5:8000/ main
+//	compare: -base-url and -head-url are both http://10.0.0.5:8000, one server: deploy base and head each, and give each side's URL
 //	$ servegate compare -no-such-flag main
 //	compare: flag provided but not defined: -no-such-flag (servegate compare -h: the flags)
 package compare

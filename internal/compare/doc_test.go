@@ -36,7 +36,7 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, 0, Main(context.Background(), []string{"-h"}, &stdout, &bytes.Buffer{}))
 	assert.Equal(t, Usage(), stdout.String())
 	assert.True(t, strings.HasPrefix(stdout.String(), "Usage:\n\n\tservegate compare [flags] BASE [HEAD]\n"), stdout.String())
-	for _, flag := range []string{"-packages", "-run", "-out", "-policy", "-parallel", "-prepare"} {
+	for _, flag := range []string{"-packages", "-run", "-out", "-policy", "-parallel", "-prepare", "-base-url"} {
 		assert.Contains(t, stdout.String(), "\t"+flag+" ", "the usage documents %s", flag)
 	}
 	assert.NotContains(t, stdout.String(), "package compare")

@@ -45,6 +45,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Parallel, "parallel", 0, "")
 	fs.StringVar(&cfg.Prepare, "prepare", "", "")
 	fs.StringVar(&cfg.PairMode, "pair-mode", "", "")
+	fs.StringVar(&cfg.BaseURL, "base-url", "", "")
+	fs.StringVar(&cfg.HeadURL, "head-url", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, Usage())
