@@ -70,7 +70,10 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 		problem(pipeline.ProblemScenario, "", err)
 	}
 	rec.Mode = pipeline.ChoosePairMode(rec.Mode, base.Target, head.Target)
-	rec.TargetDiff = pipeline.TargetDiff(base.Target, head.Target, os.Getenv(pipeline.EnvPairedBase), os.Getenv(pipeline.EnvPairedHead))
+	rec.TargetChanges = pipeline.TargetChanges(base.Target, head.Target, os.Getenv(pipeline.EnvPairedBase), os.Getenv(pipeline.EnvPairedHead))
+	for _, c := range rec.TargetChanges {
+		rec.TargetDiff = append(rec.TargetDiff, c.String())
+	}
 	plan := pipeline.NewPlan(head)
 	if err := pipeline.ApplyLoadShard(plan); err != nil {
 		problem(pipeline.ProblemScenario, "head", err)

@@ -146,7 +146,7 @@ func TestCompareFromOutside(t *testing.T) {
 	assert.True(t, run.Failed, "the job fails on a regression")
 	assert.Equal(t, map[string]string{"exit": "1", "verdict": "regression"}, run.Outputs)
 	assert.Contains(t, run.Summary, "## ❌ servegate: regression (exit 1)")
-	assert.Contains(t, run.Summary, "The target differs:")
+	assert.Contains(t, run.Summary, "The target differs between base and head:")
 	require.Len(t, gh.comments, 1, "one pull request comment")
 	assert.Contains(t, gh.comments[0], "servegate: regression")
 	assert.Equal(t, []string{"actions/cache@v4", "actions/upload-artifact@v4"}, run.Skipped, "only the steps that use other actions")

@@ -304,7 +304,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 		if !filter.MatchString(r.Scenario) {
 			continue
 		}
-		s := &ScenarioResult{Key: r.Key, TargetDiff: r.TargetDiff}
+		s := &ScenarioResult{Key: r.Key, TargetDiff: r.TargetDiff, TargetChanges: r.TargetChanges}
 		switch p := r.Problem; {
 		case p == nil:
 			open = append(open, r.Key)
@@ -337,7 +337,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 			if p := r.Problem; p != nil {
 				return inputErrorf("pair %d of %s: %s", n, k, p.Message)
 			}
-			s.BaseImage, s.HeadImage = r.Base.Image, r.Head.Image
+			s.BaseImage, s.HeadImage, s.Mode = r.Base.Image, r.Head.Image, r.Mode
 			s.Headroom = max(s.Headroom, r.Base.Headroom, r.Head.Headroom)
 			history[k] = append(history[k], r)
 			s.Verdict = judgeRound(judge, k, history[k], n)

@@ -88,7 +88,8 @@ func TestRounds(t *testing.T) {
 
 	var text bytes.Buffer
 	require.NoError(t, res.WriteText(&text))
-	assert.Contains(t, text.String(), "== slow: regression after 5 pair(s): decided\ntarget differs: image: img:2 (base: img:1)\nfigure line\n")
+	assert.Contains(t, text.String(), "\ntarget differs in fast, slow:\n  image: img:2 (base: img:1)\n\n== fast:")
+	assert.Contains(t, text.String(), "== slow: regression after 5 pair(s): decided\nfigure line\n")
 	assert.Contains(t, text.String(), "== later: not judged: scenario later is new in head")
 	assert.True(t, strings.HasSuffix(text.String(), "\nverdict: regression (exit 1)\n"), text.String())
 

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/servegate/servegate/internal/mdsafe"
+	"github.com/servegate/servegate/internal/pipeline"
 )
 
 // A Result is a comparison's outcome.
@@ -49,6 +51,10 @@ type ScenarioResult struct {
 	// Headroom is the largest share of a harness limit any of its runs
 	// used (pipeline.Headroom).
 	Headroom float64
+	// TargetChanges are TargetDiff as fields, for the reports.
+	TargetChanges []pipeline.TargetChange
+	// Mode is how its pairs ran (pipeline.PairModes).
+	Mode string
 }
 
 // Exit is the comparison's exit status: 1 when any scenario regressed,
@@ -91,13 +97,98 @@ func (r *Result) scenario(k Key) *ScenarioResult {
 	return s
 }
 
+// howPaired says how the pairs ran.
+func (r *Result) howPaired() string {
+	modes := map[string]bool{}
+	for _, s := range r.Scenarios {
+		if s.Mode != "" {
+			modes[s.Mode] = true
+		}
+	}
+	switch {
+	case len(modes) > 1:
+		return "base and head run at the same time, or in turn where their servers would share the machine"
+	case modes[pipeline.PairAlternate]:
+		return "base and head run in turn, base first then head first (base, head, head, base), each server started for its run"
+	}
+	return "base and head run at the same time"
+}
+
+// changes are the ways the sides' targets differ: the scenario's
+// target blocks, and the images the sides ran when the blocks do not
+// say so already.
+func (s *ScenarioResult) changes() []pipeline.TargetChange {
+	cs := slices.Clone(s.TargetChanges)
+	if len(cs) == 0 {
+		// A record of another writer: its lines only.
+		for _, l := range s.TargetDiff {
+			cs = append(cs, pipeline.TargetChange{Key: l})
+		}
+	}
+	named := slices.ContainsFunc(cs, func(c pipeline.TargetChange) bool { return c.Key == "target.image" })
+	if s.BaseImage != s.HeadImage && !named {
+		cs = append(cs, pipeline.TargetChange{Key: "image", Base: s.BaseImage, Head: s.HeadImage})
+	}
+	return cs
+}
+
 // targetLines are the lines that say how the sides' targets differ.
 func (s *ScenarioResult) targetLines() []string {
-	lines := append([]string(nil), s.TargetDiff...)
-	if s.BaseImage != s.HeadImage {
-		lines = append(lines, fmt.Sprintf("image: %s (base: %s)", s.HeadImage, s.BaseImage))
+	var lines []string
+	for _, c := range s.changes() {
+		if c.Base == "" && c.Head == "" && c.Note == "" && c.Flag == "" {
+			lines = append(lines, c.Key)
+			continue
+		}
+		lines = append(lines, c.String())
 	}
 	return lines
+}
+
+// changeMarkdown is one change as a list item's text, every name and
+// value inert: target.args: head `--max-num-seqs 4` (base: `--max-num-seqs 8`).
+func changeMarkdown(c pipeline.TargetChange) string {
+	switch {
+	case c.Note != "":
+		return mdsafe.Code(c.Key) + ": " + mdsafe.Text(c.Note)
+	case c.Base == "" && c.Head == "" && c.Flag == "":
+		return mdsafe.Code(c.Key)
+	}
+	return fmt.Sprintf("%s: head %s (base: %s)", mdsafe.Code(c.Key), mdsafe.Code(c.HeadShown()), mdsafe.Code(c.BaseShown()))
+}
+
+// deployment groups the judged scenarios by how their targets differ,
+// in the scenarios' order: what the reports print at their top.
+func (r *Result) deployment() (groups []struct {
+	names   []string
+	changes []pipeline.TargetChange
+	text    []string
+}) {
+	for _, s := range r.Scenarios {
+		if s.NotJudged != "" {
+			continue
+		}
+		lines := s.targetLines()
+		if len(lines) == 0 {
+			continue
+		}
+		found := false
+		for i := range groups {
+			if slices.Equal(groups[i].text, lines) {
+				groups[i].names = append(groups[i].names, s.Key.Name)
+				found = true
+				break
+			}
+		}
+		if !found {
+			groups = append(groups, struct {
+				names   []string
+				changes []pipeline.TargetChange
+				text    []string
+			}{[]string{s.Key.Name}, s.changes(), lines})
+		}
+	}
+	return groups
 }
 
 // short is a commit hash's first 12 digits.
@@ -121,6 +212,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	for _, g := range r.deployment() {
+		fmt.Fprintf(&b, "target differs in %s:\n", strings.Join(g.names, ", "))
+		for _, l := range g.text {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
 	for _, s := range r.Scenarios {
 		if s.NotJudged != "" {
 			fmt.Fprintf(&b, "\n== %s: not judged: %s\n", s.Key, s.NotJudged)
@@ -128,9 +225,6 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 		v := s.Verdict
 		fmt.Fprintf(&b, "\n== %s: %s after %d pair(s): %s\n", s.Key, v.State, v.Pairs, v.Reason)
-		for _, l := range s.targetLines() {
-			fmt.Fprintf(&b, "target differs: %s\n", l)
-		}
 		if v.Text != "" {
 			b.WriteString(strings.TrimRight(v.Text, "\n") + "\n")
 		}
@@ -151,10 +245,24 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	exit := r.Exit()
 	icon := [...]string{"✅", "❌", "⚠️"}[exit]
 	fmt.Fprintf(&b, "## %s servegate: %s (exit %d)\n\n", icon, verdictWord(exit), exit)
-	fmt.Fprintf(&b, "Base `%s` (%s) against head `%s` (%s): base and head run at the same time, pair after pair, until each scenario's verdict ends.\n\n",
-		short(r.Base.Commit), mdsafe.Text(r.Base.Ref), short(r.Head.Commit), mdsafe.Text(orWorkingTree(r.Head.Ref)))
+	fmt.Fprintf(&b, "Base `%s` (%s) against head `%s` (%s): %s, pair after pair, until each scenario's verdict ends.\n\n",
+		short(r.Base.Commit), mdsafe.Text(r.Base.Ref), short(r.Head.Commit), mdsafe.Text(orWorkingTree(r.Head.Ref)), r.howPaired())
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "> %s\n\n", mdsafe.Text(n))
+	}
+	if groups := r.deployment(); len(groups) > 0 {
+		b.WriteString("The target differs between base and head:\n\n")
+		for _, g := range groups {
+			names := make([]string, len(g.names))
+			for i, n := range g.names {
+				names[i] = mdsafe.Code(n)
+			}
+			fmt.Fprintf(&b, "- %s:\n", strings.Join(names, ", "))
+			for _, c := range g.changes {
+				fmt.Fprintf(&b, "  - %s\n", changeMarkdown(c))
+			}
+		}
+		b.WriteString("\n")
 	}
 	if r.Err != "" {
 		fmt.Fprintf(&b, "**No verdict:**\n\n~~~\n%s\n~~~\n\n", strings.ReplaceAll(r.Err, "~~~", "~ ~ ~"))
@@ -172,13 +280,6 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(&b, "\n### %s\n\n", mdsafe.Code(s.Key.String()))
-		if lines := s.targetLines(); len(lines) > 0 {
-			b.WriteString("The target differs:\n\n")
-			for _, l := range lines {
-				fmt.Fprintf(&b, "- %s\n", mdsafe.Code(l))
-			}
-			b.WriteString("\n")
-		}
 		b.WriteString(strings.TrimRight(s.Verdict.Markdown, "\n") + "\n")
 	}
 	_, err := io.WriteString(w, b.String())

@@ -145,12 +145,33 @@ func TestTargetDiff(t *testing.T) {
 	b := scenario.Target{Kind: "container", Build: &scenario.Build{Context: filepath.Join(base, "srv")}, Env: map[string]string{"DELAY": "0s"}, Profile: filepath.Join(base, "p.yaml")}
 	h := scenario.Target{Kind: "container", Build: &scenario.Build{Context: filepath.Join(head, "srv")}, Env: map[string]string{"DELAY": "5ms", "X": "1"}, Profile: filepath.Join(head, "p.yaml"), Args: []string{"--a", "--b"}}
 	assert.Equal(t, []string{
-		"target.args: [--a, --b] (base: none)",
+		"target.args: --a (base: none)",
+		"target.args: --b (base: none)",
 		"target.env.DELAY: 5ms (base: 0s)",
 		"target.env.X: 1 (base: none)",
 		"target.profile: the file p.yaml differs",
 	}, TargetDiff(b, h, base, head))
 	assert.Empty(t, TargetDiff(b, b, base, base))
+
+	// A vllm target's serve flags, flag by flag; its image beside them.
+	vb := scenario.Target{Kind: "vllm", Image: "vllm/vllm-openai:v0.13.0", Args: []string{"--max-num-seqs", "8", "--enable-prefix-caching", "--dtype=bfloat16"}}
+	vh := scenario.Target{Kind: "vllm", Image: "vllm/vllm-openai:v0.14.0", Args: []string{"--max-num-seqs", "4", "--dtype=bfloat16", "--seed", "-1"}}
+	changes := TargetChanges(vb, vh, "", "")
+	assert.Equal(t, []TargetChange{
+		{Key: "target.args", Flag: "--max-num-seqs", Base: "8", Head: "4"},
+		{Key: "target.args", Flag: "--seed", Base: FlagAbsent, Head: "-1"},
+		{Key: "target.args", Flag: "--enable-prefix-caching", Base: "", Head: FlagAbsent},
+		{Key: "target.image", Base: "vllm/vllm-openai:v0.13.0", Head: "vllm/vllm-openai:v0.14.0"},
+	}, changes)
+	assert.Equal(t, []string{
+		"target.args: --max-num-seqs 4 (base: --max-num-seqs 8)",
+		"target.args: --seed -1 (base: none)",
+		"target.args: none (base: --enable-prefix-caching)",
+		"target.image: vllm/vllm-openai:v0.14.0 (base: vllm/vllm-openai:v0.13.0)",
+	}, TargetDiff(vb, vh, "", ""))
+	// Args that do not read as flags differ as one list.
+	assert.Equal(t, []string{"target.args: [serve, m2] (base: [serve, m1])"},
+		TargetDiff(scenario.Target{Args: []string{"serve", "m1"}}, scenario.Target{Args: []string{"serve", "m2"}}, "", ""))
 }
 
 // TestPairLabel reads SERVEGATE_PAIR and SERVEGATE_PAIR_MODE.

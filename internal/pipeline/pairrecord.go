@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -35,8 +36,10 @@ type PairRecord struct {
 	Base     PairSide `json:"base"`
 	Head     PairSide `json:"head"`
 	// TargetDiff lists how base's target differs from head's, one line
-	// per key: "target.env.DELAY: 5ms (base: 0s)".
-	TargetDiff []string `json:"target_diff,omitempty"`
+	// per key: "target.env.DELAY: 5ms (base: 0s)". TargetChanges are
+	// the same, as fields.
+	TargetDiff    []string       `json:"target_diff,omitempty"`
+	TargetChanges []TargetChange `json:"target_changes,omitempty"`
 	// Problem, when set, says why the scenario has no pair.
 	Problem *PairProblem `json:"problem,omitempty"`
 	// Checked says that the record comes from a check (EnvPairCheck):
@@ -105,29 +108,166 @@ type PairProblem struct {
 	Message string `json:"message"`
 }
 
+// A TargetChange is one way head's target differs from base's.
+type TargetChange struct {
+	// Key is the target's key: "target.image", "target.env.DELAY".
+	Key string `json:"key"`
+	// Flag, for a change of target.args, is the flag whose value
+	// differs: "--max-num-seqs". Its values are in Base and Head.
+	Flag string `json:"flag,omitempty"`
+	// Base and Head are the values: "" where a side has none, or a
+	// flag without a value; FlagAbsent where a side lacks the flag.
+	Base string `json:"base,omitempty"`
+	Head string `json:"head,omitempty"`
+	// Note replaces the values: "the file p.yaml differs".
+	Note string `json:"note,omitempty"`
+}
+
+// FlagAbsent is TargetChange.Base or Head for a flag that side does not
+// pass.
+const FlagAbsent = "(absent)"
+
+// HeadShown and BaseShown are a side's value as a report shows it: a
+// flag with its value, "none" when the side has none.
+func (c TargetChange) HeadShown() string { return c.shown(c.Head) }
+func (c TargetChange) BaseShown() string { return c.shown(c.Base) }
+
+func (c TargetChange) shown(v string) string {
+	switch {
+	case c.Flag == "":
+		return orNone(v)
+	case v == FlagAbsent:
+		return "none"
+	case v == "":
+		return c.Flag
+	}
+	return c.Flag + " " + v
+}
+
+func (c TargetChange) String() string {
+	if c.Note != "" {
+		return c.Key + ": " + c.Note
+	}
+	return fmt.Sprintf("%s: %s (base: %s)", c.Key, c.HeadShown(), c.BaseShown())
+}
+
 // TargetDiff lists how base's target differs from head's, one line per
 // key, paths taken relative to each side's root. A profile file whose
 // content differs is listed although its path is the same.
 func TargetDiff(base, head scenario.Target, baseRoot, headRoot string) []string {
+	var out []string
+	for _, c := range TargetChanges(base, head, baseRoot, headRoot) {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+// TargetChanges is TargetDiff as fields. Serve flags that differ are
+// listed flag by flag (--max-num-seqs: 4, base 8) when both sides' args
+// read as flags, each with its value.
+func TargetChanges(base, head scenario.Target, baseRoot, headRoot string) []TargetChange {
 	b := flatTarget(relPaths(base, baseRoot))
 	h := flatTarget(relPaths(head, headRoot))
-	var out []string
+	var out []TargetChange
 	for _, k := range unionKeys(b, h) {
 		bv, hv := b[k], h[k]
 		if bv == hv {
 			continue
 		}
-		out = append(out, fmt.Sprintf("target.%s: %s (base: %s)", k, orNone(hv), orNone(bv)))
+		if k == "args" {
+			if cs, ok := flagChanges("target.args", base.Args, head.Args); ok {
+				out = append(out, cs...)
+				continue
+			}
+		}
+		out = append(out, TargetChange{Key: "target." + k, Base: bv, Head: hv})
 	}
 	if scenario.IsProfileFile(head.Profile) && b["profile"] == h["profile"] && fileHash(base.Profile) != fileHash(head.Profile) {
-		out = append(out, fmt.Sprintf("target.profile: the file %s differs", h["profile"]))
+		out = append(out, TargetChange{Key: "target.profile", Note: fmt.Sprintf("the file %s differs", h["profile"])})
 	}
 	for i, hb := range head.Backends {
 		if i < len(base.Backends) && scenario.IsProfileFile(hb.Profile) && fileHash(base.Backends[i].Profile) != fileHash(hb.Profile) {
-			out = append(out, fmt.Sprintf("target.backends[%d].profile: the file %s differs", i, filepath.Base(hb.Profile)))
+			out = append(out, TargetChange{Key: fmt.Sprintf("target.backends[%d].profile", i), Note: fmt.Sprintf("the file %s differs", filepath.Base(hb.Profile))})
 		}
 	}
 	return out
+}
+
+// flagChanges lists the flags whose values differ between two args
+// lists, in head's order then base's. It returns false when either list
+// has an argument that is neither a flag nor a flag's value.
+func flagChanges(key string, base, head []string) ([]TargetChange, bool) {
+	bf, ok1 := flags(base)
+	hf, ok2 := flags(head)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	var out []TargetChange
+	seen := map[string]bool{}
+	for _, f := range append(slices.Clip(hf), bf...) {
+		if seen[f.name] {
+			continue
+		}
+		seen[f.name] = true
+		if bv, hv := lookupFlag(bf, f.name), lookupFlag(hf, f.name); bv != hv {
+			out = append(out, TargetChange{Key: key, Flag: f.name, Base: bv, Head: hv})
+		}
+	}
+	return out, true
+}
+
+type flagValue struct{ name, value string }
+
+// flags reads args as flags, each with the value that follows it (or
+// its '=' part); false when an argument is neither.
+func flags(args []string) ([]flagValue, bool) {
+	var out []flagValue
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !isFlag(a) || a == "-" || a == "--" {
+			return nil, false
+		}
+		if name, v, ok := strings.Cut(a, "="); ok {
+			out = append(out, flagValue{name, v})
+			continue
+		}
+		f := flagValue{name: a}
+		if i+1 < len(args) && !isFlag(args[i+1]) {
+			f.value = args[i+1]
+			i++
+		}
+		out = append(out, f)
+	}
+	return out, true
+}
+
+// isFlag says whether an argument is a flag rather than a value: it
+// starts with '-' and is not a negative number.
+func isFlag(a string) bool {
+	if !strings.HasPrefix(a, "-") {
+		return false
+	}
+	_, err := strconv.ParseFloat(a, 64)
+	return err != nil
+}
+
+// lookupFlag is a flag's values, joined by a space when it repeats;
+// FlagAbsent when the flag is not there.
+func lookupFlag(fs []flagValue, name string) string {
+	var vs []string
+	found := false
+	for _, f := range fs {
+		if f.name == name {
+			found = true
+			if f.value != "" {
+				vs = append(vs, f.value)
+			}
+		}
+	}
+	if !found {
+		return FlagAbsent
+	}
+	return strings.Join(vs, " ")
 }
 
 // relPaths returns t with its file paths relative to root.
