@@ -40,7 +40,7 @@ func main() {
 	since := flag.String("since", "", "also measure the subjects of the commits after this `rev`")
 	repo := flag.String("repo", "", "the git `checkout` whose subjects to read (default: the directory measured)")
 	rev := flag.String("rev", "HEAD", "the `revision` whose commit subjects to read")
-	perPkg := flag.Bool("packages", false, "print each importable package's exported names")
+	perPkg := flag.Bool("packages", false, "print each package's exported names and lines")
 	flag.Parse()
 	root := "."
 	if flag.NArg() > 0 {
@@ -97,8 +97,13 @@ func run(w *os.File, root, repo, rev, since string, perPkg bool) error {
 		}
 	}
 	if perPkg {
-		for _, p := range imp {
-			fmt.Fprintf(w, "  %-32s %4d top-level %4d with methods %6d lines\n", p.rel, p.top, p.withMethods, p.lines)
+		fmt.Fprintf(w, "  %-40s %9s %12s %6s %6s\n", "package (* importable)", "top-level", "with methods", "lines", "test")
+		for _, p := range all {
+			mark := " "
+			if p.importable {
+				mark = "*"
+			}
+			fmt.Fprintf(w, "  %-40s %9d %12d %6d %6d\n", p.rel+mark, p.top, p.withMethods, p.lines, p.testLines)
 		}
 	}
 	var stats []string
