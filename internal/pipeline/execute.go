@@ -276,12 +276,15 @@ func (o *Outcome) Interrupted() bool {
 
 // ResultJSON renders vLLM's result JSON, with per-request detail when
 // detailed, and the server's metrics (the raw scrapes too when detailed)
-// after all of vLLM's keys.
+// after all of vLLM's keys. With info.Extras it adds the prefix cache
+// reset.
 func (o *Outcome) ResultJSON(info metrics.RunInfo, detailed bool) []byte {
 	if o.Server != nil {
 		info.Appendix = append(serverFields(o.Server, o.Target.ServeArgs, o.Result.Start, detailed), info.Appendix...)
 	}
-	if o.PrefixCache != nil {
+	// A plain `servegate bench` run keeps vLLM's keys: the reset is one
+	// of servegate's extras.
+	if o.PrefixCache != nil && info.Extras {
 		info.Appendix = append([]metrics.Field{o.PrefixCache.field()}, info.Appendix...)
 	}
 	return o.Summary.ResultJSON(info, detailed)
