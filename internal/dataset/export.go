@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"math"
+	"strings"
 
 	"github.com/servegate/servegate/internal/tokenizer"
 )
@@ -73,6 +74,17 @@ func (p *PyRandom) Sample(n, k int) []int {
 // EncodeText returns text's token ids without special tokens, NUL bytes
 // included (the tokenizer binding stops at the first NUL; see nul.go).
 func EncodeText(tok *tokenizer.Tokenizer, text string) []int { return encodeText(tok, text) }
+
+// CountText returns len(EncodeText(tok, text)) without holding the ids
+// of a long text.
+func CountText(tok *tokenizer.Tokenizer, text string) int {
+	if strings.Contains(text, "\x00") {
+		return len(encodeText(tok, text))
+	}
+	n := 0
+	eachPiece(tok, text, func(ids []int) { n += len(ids) })
+	return n
+}
 
 // DecodeText decodes ids to text, special tokens kept, NUL bytes included
 // (the tokenizer binding returns "" for a text that holds NUL).

@@ -107,7 +107,7 @@ func decodeText(tok *tokenizer.Tokenizer, ids []int) string {
 // encodeText is tok.Encode(text, false) that does not stop at a NUL byte.
 func encodeText(tok *tokenizer.Tokenizer, text string) []int {
 	if !strings.Contains(text, "\x00") {
-		return tok.Encode(text, false)
+		return encodePieces(tok, text)
 	}
 	nul := nulsOf(tok).nulID()
 	var ids []int
@@ -115,7 +115,7 @@ func encodeText(tok *tokenizer.Tokenizer, text string) []int {
 		if i > 0 && nul >= 0 {
 			ids = append(ids, nul)
 		}
-		ids = append(ids, tok.Encode(part, false)...)
+		ids = append(ids, encodePieces(tok, part)...)
 	}
 	return ids
 }
@@ -123,7 +123,7 @@ func encodeText(tok *tokenizer.Tokenizer, text string) []int {
 // countTokens is len(tok.Encode(text, addSpecial)) that does not stop at a
 // NUL byte; it is how vLLM counts a prompt (tokenizer(text).input_ids).
 func countTokens(tok *tokenizer.Tokenizer, text string, addSpecial bool) int {
-	if !strings.Contains(text, "\x00") {
+	if !strings.Contains(text, "\x00") && len(text) <= pieceBytes {
 		return len(tok.Encode(text, addSpecial))
 	}
 	n := len(encodeText(tok, text))
