@@ -52,5 +52,7 @@
 // cannot cover its input length, ...), and Load returns no conversation
 // with it. Files are streamed, never held whole, and every size has a
 // documented limit (MaxFileBytes, MaxLineBytes, MaxConversations,
-// MaxMessages, MaxTokens, MaxTotalTokens, ...).
+// MaxMessages, MaxTokens, MaxTotalTokens, ...). A long message is counted
+// in pieces of dataset.PieceBytes (dataset.CountText), so its tokenizer's
+// memory does not grow with its length.
 package conversation

@@ -152,10 +152,10 @@ func turnsOf(msgs []message, tok *tokenizer.Tokenizer) (Conversation, error) {
 			return c, &msgError{k, fmt.Sprintf("role: %q where %q belongs: messages must alternate user, assistant, user, ... from a user message", msgs[k].role, want)}
 		}
 		if want == "assistant" {
-			c.Turns[len(c.Turns)-1].MaxTokens = max(1, len(dataset.EncodeText(tok, msgs[k].content)))
+			c.Turns[len(c.Turns)-1].MaxTokens = max(1, dataset.CountText(tok, msgs[k].content))
 			continue
 		}
-		c.Turns = append(c.Turns, Turn{User: msgs[k].content, UserTokens: len(dataset.EncodeText(tok, msgs[k].content))})
+		c.Turns = append(c.Turns, Turn{User: msgs[k].content, UserTokens: dataset.CountText(tok, msgs[k].content)})
 	}
 	return c, nil
 }
