@@ -158,6 +158,10 @@ func TestParseErrors(t *testing.T) {
 		{"url target without url", "name: a\ntarget:\n  kind: url\n", "bad.yaml:2: target.url: required when target.kind is url (or set SERVEGATE_URL)"},
 		{"url target bad url", "name: a\ntarget:\n  kind: url\n  url: localhost:8000\n", `bad.yaml:4: target.url: want http://host:port, got "localhost:8000"`},
 		{"bad url with credentials", "name: a\ntarget:\n  kind: url\n  url: ftp://u:planted-pw-9@h/\n", `bad.yaml:4: target.url: want http://host:port, got "ftp://xxxxx@h/"`},
+		{"gpus zero", "name: a\ntarget: {kind: vllm, gpus: 0}\n", "bad.yaml:2: target.gpus: want all, a count of GPUs, or a list of device ids such as [0, 1]; got number 0"},
+		{"gpus word", "name: a\ntarget: {kind: vllm, gpus: some}\n", `bad.yaml:2: target.gpus: want all, a count of GPUs, or a list of device ids such as [0, 1]; got string "some"`},
+		{"gpus empty list", "name: a\ntarget: {kind: container, image: s, gpus: []}\n", "bad.yaml:2: target.gpus: want all, a count of GPUs, or a list of device ids such as [0, 1]; got a list"},
+		{"gpus on sim", "name: a\ntarget: {kind: sim, gpus: all}\n", "bad.yaml:2: target.gpus: only for target.kind vllm or container; this target is sim"},
 		{"vllm block unknown key", "name: a\ntarget: {kind: sim, vllm: {argz: [x]}}\n", "bad.yaml:2: target.vllm.argz: unknown key (known keys here: model, image, args, env)"},
 		{"profile on vllm", "name: a\ntarget: {kind: vllm, model: m, profile: cpu}\n", "bad.yaml:2: target.profile: a simulator profile needs target.kind sim or inproc; this target is vllm"},
 		{"bad backend", "name: a\nbackend: tgi\n", `bad.yaml:2: backend: must be one of openai, vllm, openai-chat, openai-embeddings, vllm-rerank, openai-responses; got "tgi"`},
@@ -257,4 +261,20 @@ func TestProfileFile(t *testing.T) {
 	assert.Equal(t, filepath.Join("dir", "b.yaml"), scs[1].Target.Backends[1].Profile)
 	assert.False(t, IsProfileFile("gpu-8b"))
 	assert.True(t, IsProfileFile("slow.yaml"))
+}
+
+// TestGPUs reads target.gpus as docker run --gpus takes it.
+func TestGPUs(t *testing.T) {
+	for src, want := range map[string]GPUs{
+		"all":           {All: true},
+		"2":             {Count: 2},
+		"[0, 1]":        {IDs: []string{"0", "1"}},
+		"[GPU-3a1c-77]": {IDs: []string{"GPU-3a1c-77"}},
+	} {
+		scs, err := Parse("g.yaml", []byte("name: a\ntarget: {kind: vllm, gpus: "+src+"}\n"))
+		require.NoError(t, err, "gpus: %s", src)
+		assert.Equal(t, want, scs[0].Target.GPUs, "gpus: %s", src)
+		assert.False(t, want.None())
+	}
+	assert.True(t, GPUs{}.None())
 }

@@ -126,6 +126,10 @@ type Target struct {
 	// StartTimeout bounds starting the target (container build, model
 	// load). Default 10m.
 	StartTimeout Duration `yaml:"start_timeout"`
+	// GPUs are the GPUs a vllm or container target's container gets:
+	// all, a count, or device ids, as docker run --gpus. Docker needs a
+	// GPU runtime (the NVIDIA Container Toolkit).
+	GPUs GPUs `yaml:"gpus"`
 
 	// Build builds a container target's image from a Dockerfile instead
 	// of Image.

@@ -88,6 +88,9 @@ func (sc *Scenario) validateTarget() error {
 	if t.Profile != "" && t.Kind != TargetSim && t.Kind != TargetInproc {
 		return sc.errorf("target.profile", "a simulator profile needs target.kind sim or inproc; this target is %s", t.Kind)
 	}
+	if !t.GPUs.None() && t.Kind != TargetVLLM && t.Kind != TargetContainer {
+		return sc.errorf("target.gpus", "only for target.kind vllm or container; this target is %s", t.Kind)
+	}
 	if t.StartTimeout < 0 {
 		return sc.errorf("target.start_timeout", "must not be negative, got %s", t.StartTimeout.D())
 	}

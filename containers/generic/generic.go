@@ -74,6 +74,9 @@ type Spec struct {
 	Wait Wait
 	// Backends are started first, on a network the target joins.
 	Backends []Backend
+	// Options are further options of the target's container, such as
+	// a host config modifier that requests GPUs.
+	Options []testcontainers.ContainerCustomizer
 }
 
 // A Build is a docker build of the target's image.
@@ -227,6 +230,7 @@ func (c *Container) startTarget(ctx context.Context, spec Spec) error {
 	if len(spec.Cmd) > 0 {
 		opts = append(opts, testcontainers.WithCmd(spec.Cmd...))
 	}
+	opts = append(opts, spec.Options...)
 	opts = append(opts, dockertest.Owned()) // removed with this process, like every servegate container
 	ctr, err := testcontainers.Run(ctx, c.Image, opts...)
 	if ctr != nil {

@@ -110,15 +110,15 @@ func PairMode() (string, error) {
 }
 
 // ChoosePairMode returns mode when set, else the mode the targets'
-// kinds call for: PairAlternate when either side is a vllm target, two
-// servers that would fight for the same CPU cores; PairTogether
-// otherwise.
+// kinds call for: PairAlternate when either side is a vllm target or
+// asks for GPUs, two servers that would fight for the same CPU cores or
+// GPU; PairTogether otherwise.
 func ChoosePairMode(mode string, base, head scenario.Target) string {
 	if mode != "" {
 		return mode
 	}
 	for _, t := range []scenario.Target{base, head} {
-		if t.Kind == scenario.TargetVLLM {
+		if t.Kind == scenario.TargetVLLM || !t.GPUs.None() {
 			return PairAlternate
 		}
 	}

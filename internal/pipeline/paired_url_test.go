@@ -179,7 +179,7 @@ load: {request_rate: 200, ready_timeout: 0s}
 	assert.EqualError(t, err, "head's image nope:1 not found")
 }
 
-// TestChoosePairMode: vllm targets alternate, the rest run together,
+// TestChoosePairMode: vllm targets and GPUs alternate, the rest run together,
 // and a mode given wins.
 func TestChoosePairMode(t *testing.T) {
 	sim := scenario.Target{Kind: scenario.TargetSim}
@@ -189,4 +189,6 @@ func TestChoosePairMode(t *testing.T) {
 	assert.Equal(t, PairAlternate, ChoosePairMode("", sim, vllm))
 	assert.Equal(t, PairTogether, ChoosePairMode(PairTogether, vllm, vllm))
 	assert.Equal(t, PairAlternate, ChoosePairMode(PairAlternate, sim, sim))
+	gpu := scenario.Target{Kind: scenario.TargetContainer, GPUs: scenario.GPUs{Count: 1}}
+	assert.Equal(t, PairAlternate, ChoosePairMode("", gpu, gpu), "one GPU, two servers")
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -174,7 +175,14 @@ func startVLLM(ctx context.Context, spec scenario.Target, log io.Writer) (*Targe
 	if pin != nil {
 		opts = append(opts, pin)
 	}
+	if gpus := withGPUs(spec.GPUs); gpus != nil {
+		opts = append(opts, gpus)
+	}
 	ctr, err := vllm.Run(ctx, spec.Image, opts...)
+	if err = gpuError(spec.GPUs, err); errors.Is(err, ErrNoGPURuntime) {
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, fmt.Errorf("start vllm target: %w", err)
+	}
 	if err != nil {
 		logs := ""
 		if ctr != nil {

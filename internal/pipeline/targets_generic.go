@@ -23,6 +23,7 @@ func startContainer(ctx context.Context, spec scenario.Target, log io.Writer) (*
 		return nil, fmt.Errorf("start container target: %w", err)
 	}
 	ctr, err := generic.Run(ctx, gs)
+	err = gpuError(spec.GPUs, err)
 	stop := func(ctx context.Context) error {
 		if ctr == nil {
 			return nil
@@ -56,6 +57,9 @@ func startContainer(ctx context.Context, spec scenario.Target, log io.Writer) (*
 // genericSpec maps a scenario's container target onto the module's Spec.
 func genericSpec(spec scenario.Target) (generic.Spec, error) {
 	gs := generic.Spec{Image: spec.Image, Port: spec.Port, Env: maps.Clone(spec.Env), Cmd: spec.Cmd}
+	if gpus := withGPUs(spec.GPUs); gpus != nil {
+		gs.Options = append(gs.Options, gpus)
+	}
 	if b := spec.Build; b != nil {
 		gs.Build = &generic.Build{Context: b.Context, Dockerfile: b.Dockerfile, Args: b.Args}
 	}
