@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/servegate/servegate/benchtest/scenario"
+	"github.com/servegate/servegate/internal/stats"
+	"github.com/stretchr/testify/require"
 )
 
 // The environment of TestAccuracyNoise: the number of trials per cell
@@ -156,7 +156,7 @@ func TestAccuracyNoise(t *testing.T) {
 		require.Zero(t, res.aaError+res.detectErr, "cell %s: a comparison errored", cell)
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s → %s | %v | %d | %d/%d | %d/%d | %d/%d | %+.1f%% | %d/%d | %d/%d |",
 			accuracyModes[cell[0]], where, load0, loadAverage(), time.Since(start).Round(time.Second), *dropped,
-			res.aaFail, n, res.detect, n, res.detect5, n, 100*Median(res.slowDeltas), tight.aaFail, n, tight.detect5, n))
+			res.aaFail, n, res.detect, n, res.detect5, n, 100*stats.Median(res.slowDeltas), tight.aaFail, n, tight.detect5, n))
 		t.Logf("%s, %s: %s", accuracyModes[cell[0]], where, res)
 		if cell == "cn" {
 			strict = &res

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A runFunc performs one benchmark run of a server slowed down by the
@@ -37,7 +39,7 @@ func (a accuracy) String() string {
 		"10%% TTFT slowdown detected %d/%d = %5.1f%% (errors %d; missed: %d not significant, %d within tolerance; median measured TTFT change %+.1f%%); "+
 		"rescaled to 5%% detected %d/%d",
 		a.count, a.aaFail, a.trials, 100*float64(a.aaFail)/float64(a.trials), a.aaError, a.aaFailUnits, a.aaSignificant,
-		a.detect, a.trials, 100*float64(a.detect)/float64(a.trials), a.detectErr, a.missNoise, a.missWithin, 100*Median(d),
+		a.detect, a.trials, 100*float64(a.detect)/float64(a.trials), a.detectErr, a.missNoise, a.missWithin, 100*stats.Median(d),
 		a.detect5, a.trials)
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A RequestPair is request i of one paired run: the same request of the
@@ -18,27 +20,6 @@ type RequestPair struct {
 	// Base and Head are the request's gated value on each side, in the
 	// figure's unit (seconds for TTFT).
 	Base, Head float64
-}
-
-// quantileOf is the q-quantile of v, 0 <= q <= 1, with linear
-// interpolation between order statistics (numpy's default, the one
-// internal/metrics reports p99 with); it sorts v.
-func quantileOf(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	sort.Float64s(v)
-	return interpolate(v, q)
-}
-
-// interpolate is the q-quantile of the sorted values v.
-func interpolate(v []float64, q float64) float64 {
-	h := q * float64(len(v)-1)
-	lo := int(math.Floor(h))
-	if lo >= len(v)-1 {
-		return v[len(v)-1]
-	}
-	return v[lo] + (h-float64(lo))*(v[lo+1]-v[lo])
 }
 
 // A PairEstimate is one paired run's estimate of the change of a gated
@@ -151,7 +132,7 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 	block = min(block, n)
 	bs, rankB := ranked(ps, func(p RequestPair) float64 { return p.Base })
 	hs, rankH := ranked(ps, func(p RequestPair) float64 { return p.Head })
-	d, err := logRatio(interpolate(bs, q), interpolate(hs, q))
+	d, err := logRatio(stats.QuantileSorted(bs, q), stats.QuantileSorted(hs, q))
 	if err != nil {
 		return PairEstimate{}, err
 	}
@@ -198,7 +179,7 @@ func ranked(ps []RequestPair, value func(RequestPair) float64) ([]float64, []int
 	return sorted, rank
 }
 
-// countedQuantile is the q-quantile, interpolated as interpolate does,
+// countedQuantile is the q-quantile, interpolated as stats.QuantileSorted does,
 // of the multiset of m values that holds sorted[r] count[r] times.
 func countedQuantile(sorted []float64, count []int, m int, q float64) float64 {
 	h := q * float64(m-1)

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // The units the fast paired verdict gates, each with the policy's rule
@@ -267,7 +269,7 @@ func (j *FastJudge) failVerdict() bool {
 	if !j.failGate {
 		return false
 	}
-	p := signTestP(j.OnlyHead, j.OnlyBase)
+	p := stats.SignTestP(j.OnlyHead, j.OnlyBase)
 	level := j.alphaOne / float64(j.design.MaxPairs)
 	rise := float64(j.FailHead-j.FailBase) / float64(max(j.Total, 1))
 	if p <= level && rise > j.failTol {
@@ -342,25 +344,6 @@ func (j *FastJudge) FigureLines() []string {
 			word, unitFailRatio, j.FailBase, j.FailHead, j.Total, j.OnlyHead, j.OnlyBase, j.Pairs))
 	}
 	return out
-}
-
-// signTestP is the one-sided p-value of head failing more often than
-// base on the requests that failed on one side only: P(X >= onlyHead)
-// for X binomial(onlyHead+onlyBase, 1/2). 1 when no request failed on
-// one side only.
-func signTestP(onlyHead, onlyBase int) float64 {
-	m := onlyHead + onlyBase
-	if m == 0 || onlyHead == 0 {
-		return 1
-	}
-	lm, _ := math.Lgamma(float64(m + 1))
-	var p float64
-	for x := onlyHead; x <= m; x++ {
-		lx, _ := math.Lgamma(float64(x + 1))
-		ly, _ := math.Lgamma(float64(m - x + 1))
-		p += math.Exp(lm - lx - ly - float64(m)*math.Ln2)
-	}
-	return math.Min(1, p)
 }
 
 // Markdown is the verdict as a Markdown fragment for the job summary and

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // pairOpts shape the synthetic paired result files of writePairRuns.
@@ -125,7 +127,7 @@ func TestSignTestP(t *testing.T) {
 	}{
 		{0, 0, 1}, {0, 5, 1}, {1, 0, 0.5}, {10, 0, math.Pow(2, -10)}, {3, 1, 5.0 / 16}, {2, 2, 11.0 / 16},
 	} {
-		require.InDelta(t, tt.want, signTestP(tt.head, tt.base), 1e-12, "%d head only, %d base only", tt.head, tt.base)
+		require.InDelta(t, tt.want, stats.SignTestP(tt.head, tt.base), 1e-12, "%d head only, %d base only", tt.head, tt.base)
 	}
 }
 

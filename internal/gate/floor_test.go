@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // The environment of BenchmarkVerdictFloor: SERVEGATE_FLOOR=1 runs it
@@ -56,7 +58,7 @@ var floorSizes = []floorSize{
 // time, sequential or not, has more power on the mean of these pairs'
 // estimates: this is the floor of the cap.
 func fixedSampleWall(sigma, pair, delta, alpha, beta float64) float64 {
-	z := normalQuantile(1-alpha) + normalQuantile(1-beta)
+	z := stats.NormalQuantile(1-alpha) + stats.NormalQuantile(1-beta)
 	s := sigma * math.Sqrt(pair)
 	return math.Pow(z*s/delta, 2)
 }
@@ -76,7 +78,7 @@ func fixedSampleWall(sigma, pair, delta, alpha, beta float64) float64 {
 // can save on average under the regression; overshoot, a minimum number
 // of pairs and a cap only make it save less.
 func waldASNFraction(alpha, beta float64) (h0, h1 float64) {
-	z := normalQuantile(1-alpha) + normalQuantile(1-beta)
+	z := stats.NormalQuantile(1-alpha) + stats.NormalQuantile(1-beta)
 	n := z * z / 2 // the fixed n in units of 2sigma²/delta²
 	a, b := math.Log((1-beta)/alpha), math.Log(beta/(1-alpha))
 	h1 = ((1-beta)*a + beta*b) / n
@@ -90,7 +92,7 @@ func waldASNFraction(alpha, beta float64) (h0, h1 float64) {
 func chiSquareQuantile(p float64, df int) float64 {
 	k := float64(df)
 	c := 2 / (9 * k)
-	return k * math.Pow(1-c+normalQuantile(p)*math.Sqrt(c), 3)
+	return k * math.Pow(1-c+stats.NormalQuantile(p)*math.Sqrt(c), 3)
 }
 
 // TestFixedSampleWall checks the floor's arithmetic against textbook
@@ -150,12 +152,12 @@ func TestFixedSampleWall(t *testing.T) {
 // by 1.4826 so that it estimates the standard deviation of a normal
 // sample: far below stddev(x) when a few values lie far out.
 func madSigma(x []float64) float64 {
-	m := Median(x)
+	m := stats.Median(x)
 	dev := make([]float64, len(x))
 	for i, v := range x {
 		dev[i] = math.Abs(v - m)
 	}
-	return 1.4826 * Median(dev)
+	return 1.4826 * stats.Median(dev)
 }
 
 // floorFigure is one gated figure's per-pair estimates at one run size.

@@ -33,6 +33,8 @@ import (
 
 	"golang.org/x/perf/benchmath"
 	"golang.org/x/perf/benchproc"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A Config says what the gate compares.
@@ -171,7 +173,7 @@ func evaluate(in *inputs, pol *Policy, paired bool) *Report {
 	}
 	adj := ps
 	if pol.Holm {
-		adj = holm(ps)
+		adj = stats.Holm(ps)
 	}
 	for i, c := range gated {
 		c.PAdjusted = adj[i]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/internal/stats"
 	"github.com/servegate/servegate/internal/store"
 )
 
@@ -115,7 +116,7 @@ func addStored(t testing.TB, st *store.Store, a storedAdd, sched []float64) {
 	fmt.Fprintf(&b, "target: inproc\nscenario-sha: %s\n", a.sha)
 	files := []string{filepath.Join(dir, "bench.benchfmt")}
 	for i, ttfts := range a.runs {
-		fmt.Fprintf(&b, "BenchmarkScenarios/scenario=chat-2 1 %v ttft-p99-sec 0 fail-ratio\n", quantileOf(append([]float64(nil), ttfts...), 0.99))
+		fmt.Fprintf(&b, "BenchmarkScenarios/scenario=chat-2 1 %v ttft-p99-sec 0 fail-ratio\n", stats.Quantile(append([]float64(nil), ttfts...), 0.99))
 		if a.noJSON {
 			continue
 		}

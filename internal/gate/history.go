@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/servegate/servegate/internal/stats"
 	"github.com/servegate/servegate/internal/store"
 )
 
@@ -270,7 +271,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 		for i, c := range rep.Commits {
 			if vs := values[k][i]; len(vs) > 0 {
 				s.Commits = append(s.Commits, c)
-				s.Values = append(s.Values, Median(vs))
+				s.Values = append(s.Values, stats.Median(vs))
 				s.Low = append(s.Low, slices.Min(vs))
 				s.High = append(s.High, slices.Max(vs))
 				s.Runs = append(s.Runs, len(vs))
@@ -287,7 +288,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 		}
 		analysed++
 		vals := s.Values[s.From:]
-		cps := changePoints(vals, alpha, historyMinSegment, historySeed)
+		cps := stats.ChangePoints(vals, alpha, historyMinSegment, historySeed)
 		for j, cp := range cps {
 			lo, hi := 0, len(vals)
 			if j > 0 {
@@ -296,7 +297,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 			if j+1 < len(cps) {
 				hi = cps[j+1].Index
 			}
-			ch := &HistoryChange{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: Median(vals[lo:cp.Index]), After: Median(vals[cp.Index:hi]), P: cp.P}
+			ch := &HistoryChange{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: stats.Median(vals[lo:cp.Index]), After: stats.Median(vals[cp.Index:hi]), P: cp.P}
 			ch.Change = (ch.After - ch.Before) / math.Abs(ch.Before)
 			ch.Kind = changeKind(ch.Before, ch.After, better, rule.Tolerance)
 			s.Changes = append(s.Changes, ch)
@@ -379,22 +380,6 @@ func changeKind(before, after float64, better int, tol Tolerance) string {
 	return changeWithin
 }
 
-// Median is the median of v (the mean of the middle two when len(v) is
-// even), NaN when v is empty; v is left unsorted. The history's readers
-// (the dashboard and the exports) share it with the gate.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 // ExitCode is 1 when the newest change of a gated series is a
 // regression past its tolerance (a persistent shift that main still
 // carries), else 0.
@@ -417,7 +402,7 @@ func (r *HistoryReport) WriteText(w io.Writer) error {
 		where += " (runner " + r.Runner + ")"
 	}
 	fmt.Fprintf(&b, "history: %d commits in %s (%s … %s), E-divisive means, alpha %g, %d permutations, shifts that last %d commits or more\n",
-		len(r.Commits), where, first, last, r.Alpha, historyPermutations, historyMinSegment)
+		len(r.Commits), where, first, last, r.Alpha, stats.ChangePermutations, historyMinSegment)
 	for _, s := range r.Series {
 		fmt.Fprintf(&b, "\n%s  %s (better %s, tolerance %s)\n", s.Benchmark, s.Unit, s.Better, s.Tolerance)
 		switch {
@@ -507,3 +492,13 @@ func (c *HistoryChange) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
+
+// Limits of the change-point detector (documented in ci/README.md).
+const (
+	// historyMinSegment is the fewest points on either side of a change:
+	// a shift must persist over this many results to be found.
+	historyMinSegment = 3
+	// historyMaxPoints bounds a series; each test costs
+	// stats.ChangePermutations × n² distance evaluations.
+	historyMaxPoints = 500
+)

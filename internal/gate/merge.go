@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // Merging the gate reports of a sharded suite. Each CI shard job gates
@@ -151,7 +153,7 @@ func rejudgeHolm(m *Report) {
 		ps[i] = c.P
 	}
 	pol := &Policy{Alpha: m.Alpha, Confidence: m.Confidence, Holm: true}
-	for i, adj := range holm(ps) {
+	for i, adj := range stats.Holm(ps) {
 		c := gated[i]
 		c.PAdjusted = adj
 		judge(c, pol, len(gated))

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A PairedTest is the paired comparison of one gated row (Config.Paired,
@@ -108,9 +110,9 @@ func pairUp(cmp *Comparison, c *cell) bool {
 		d = logs
 	}
 	var p float64
-	pt.V, pt.NonZero, p = signedRank(d)
-	pt.MedianDiff = Median(pt.Diffs)
-	pt.MedianRatio = math.Exp(Median(logs))
+	pt.V, pt.NonZero, p = stats.SignedRank(d)
+	pt.MedianDiff = stats.Median(pt.Diffs)
+	pt.MedianRatio = math.Exp(stats.Median(logs))
 	cmp.Paired = pt
 	cmp.P, cmp.PAdjusted = p, p
 	cmp.Delta = pt.MedianRatio - 1

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A Sequential is the design of the fast paired verdict: pairs of runs
@@ -264,7 +266,7 @@ func smallSampleInflation(df int, alpha float64) float64 {
 	if f, ok := inflations[key]; ok {
 		return f
 	}
-	z := -normalQuantile(alpha)
+	z := -stats.NormalQuantile(alpha)
 	t := studentQuantile(1-alpha, df)
 	inflations[key] = (t / z) * (t / z)
 	return inflations[key]
@@ -279,20 +281,6 @@ var (
 type inflationKey struct {
 	df    int
 	alpha float64
-}
-
-// normalQuantile is the inverse of normalCDF, by bisection.
-func normalQuantile(p float64) float64 {
-	lo, hi := -40.0, 40.0
-	for range 200 {
-		mid := (lo + hi) / 2
-		if normalCDF(mid) < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
 }
 
 // studentCDF is the distribution function of Student's t with df degrees

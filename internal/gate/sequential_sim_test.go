@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/servegate/servegate/internal/dataset"
 	"github.com/servegate/servegate/internal/engine"
+	"github.com/servegate/servegate/internal/stats"
+	"github.com/stretchr/testify/require"
 )
 
 // envSequentialSimTrials sets the trials per row of
@@ -246,7 +246,7 @@ func TestSequentialLevers(t *testing.T) {
 		slices.Sort(a.walls)
 		for i, rd := range readings {
 			t.Logf("| %s | %s | %.2f%% | %.2f%% | %.0f / %.0f / %.0f | %v |", c.name, rd.name, 100*stddev(a.ds[i]), 100*meanOf(a.ses[i]),
-				1000*quantileOf(a.base, 0.5), 1000*quantileOf(a.base, 0.9), 1000*quantileOf(a.base, 0.99), a.walls[len(a.walls)/2].Round(100*time.Millisecond))
+				1000*stats.Quantile(a.base, 0.5), 1000*stats.Quantile(a.base, 0.9), 1000*stats.Quantile(a.base, 0.99), a.walls[len(a.walls)/2].Round(100*time.Millisecond))
 		}
 	}
 	t.Logf("load at the end: %s", loadAverage())

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // est builds pair estimates with one standard error.
@@ -104,7 +107,7 @@ func TestCountedQuantile(t *testing.T) {
 		for i := range sorted {
 			sorted[i] = rng.ExpFloat64()
 		}
-		quantileOf(sorted, 0) // sorts
+		sort.Float64s(sorted)
 		count := make([]int, n)
 		var drawn []float64
 		for range n {
@@ -113,7 +116,7 @@ func TestCountedQuantile(t *testing.T) {
 			drawn = append(drawn, sorted[r])
 		}
 		for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
-			want := quantileOf(append([]float64(nil), drawn...), q)
+			want := stats.Quantile(append([]float64(nil), drawn...), q)
 			require.InDelta(t, want, countedQuantile(sorted, count, n, q), 1e-12, "n %d q %v", n, q)
 		}
 	}
@@ -226,6 +229,6 @@ func TestSmallSampleInflation(t *testing.T) {
 	}{{1, 0.99, 31.821}, {2, 0.99, 6.965}, {4, 0.99, 3.747}, {7, 0.99, 2.998}, {30, 0.975, 2.042}} {
 		require.InDelta(t, tt.t, studentQuantile(tt.p, tt.df), 2e-3, "df %d p %v", tt.df, tt.p)
 	}
-	require.InDelta(t, -2.326, normalQuantile(0.01), 1e-3)
+	require.InDelta(t, -2.326, stats.NormalQuantile(0.01), 1e-3)
 	require.InDelta(t, 8.96, smallSampleInflation(2, 0.01), 0.02)
 }

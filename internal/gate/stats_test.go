@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // TestMinUTestP checks the smallest attainable p-value against the U test
@@ -23,16 +25,16 @@ func TestMinUTestP(t *testing.T) {
 				hi[i] = float64(100 + i)
 			}
 			cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(lo, &thr), benchmath.NewSample(hi, &thr))
-			assert.InDelta(t, cmp.P, minUTestP(n1, n2), 1e-12, "n1=%d n2=%d", n1, n2)
+			assert.InDelta(t, cmp.P, stats.MinUTestP(n1, n2), 1e-12, "n1=%d n2=%d", n1, n2)
 		}
 	}
 	// benchmath's own table of the minimum for equal sizes.
 	for n, want := range map[int]float64{2: 0.3333333333333333, 3: 0.1, 4: 0.02857142857142857, 5: 0.007936507936507936, 9: 4.113533525298231e-05} {
-		assert.InDelta(t, want, minUTestP(n, n), 1e-15, "n=%d", n)
+		assert.InDelta(t, want, stats.MinUTestP(n, n), 1e-15, "n=%d", n)
 	}
-	assert.Equal(t, 4, runsNeeded(0.05))
-	assert.Equal(t, 5, runsNeeded(0.0125))
-	assert.Equal(t, 1.0, minUTestP(0, 5))
+	assert.Equal(t, 4, stats.RunsNeeded(0.05))
+	assert.Equal(t, 5, stats.RunsNeeded(0.0125))
+	assert.Equal(t, 1.0, stats.MinUTestP(0, 5))
 }
 
 func TestHolm(t *testing.T) {
@@ -47,7 +49,7 @@ func TestHolm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.ps), func(t *testing.T) {
-			got := holm(tt.ps)
+			got := stats.Holm(tt.ps)
 			assert.Len(t, got, len(tt.want))
 			for i := range tt.want {
 				assert.InDelta(t, tt.want[i], got[i], 1e-12, "index %d", i)

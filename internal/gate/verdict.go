@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"golang.org/x/perf/benchunit"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A Comparison is one row of the gate: one benchmark and unit under one
@@ -93,7 +95,7 @@ func judge(c *Comparison, pol *Policy, gated int) {
 		need = alpha / float64(gated)
 	}
 	if c.Paired != nil {
-		if minP := minSignedRankP(c.Paired.Pairs); minP > need {
+		if minP := stats.MinSignedRankP(c.Paired.Pairs); minP > need {
 			c.Verdict, c.Reason = Error, fmt.Sprintf("too few pairs (%d)", c.Paired.Pairs)
 			c.problem = tooFewPairs(c, minP, need, pol)
 			return
@@ -105,7 +107,7 @@ func judge(c *Comparison, pol *Policy, gated int) {
 			return
 		}
 	} else if c.Assume == "nothing" {
-		if minP := minUTestP(c.Base.N, c.Head.N); minP > need {
+		if minP := stats.MinUTestP(c.Base.N, c.Head.N); minP > need {
 			c.Verdict, c.Reason = Error, fmt.Sprintf("too few samples (%d+%d runs)", c.Base.N, c.Head.N)
 			c.problem = tooFew(c, minP, need, pol)
 			return
@@ -148,7 +150,7 @@ func tooFew(c *Comparison, minP, need float64, pol *Policy) *problem {
 	if pol.Holm {
 		level = fmt.Sprintf("alpha %v / %d gated comparisons (Holm) = %.4g", pol.Alpha, int(math.Round(pol.Alpha/need)), need)
 	}
-	n1, n2, runs := c.Base.N, c.Head.N, runsNeeded(need)
+	n1, n2, runs := c.Base.N, c.Head.N, stats.RunsNeeded(need)
 	return &problem{group: fmt.Sprintf("few:%d:%d", n1, n2), what: c.Benchmark + " " + c.Unit, msg: func(whats string) string {
 		return fmt.Sprintf("too few samples: %d base and %d head runs of %s: "+
 			"the smallest p-value the Mann-Whitney U test can give with so few runs is %.3f, above %s, so no change could ever be significant; "+
@@ -163,7 +165,7 @@ func tooFewPairs(c *Comparison, minP, need float64, pol *Policy) *problem {
 	if pol.Holm {
 		level = fmt.Sprintf("alpha %v / %d gated comparisons (Holm) = %.4g", pol.Alpha, int(math.Round(pol.Alpha/need)), need)
 	}
-	n, pairs := c.Paired.Pairs, pairsNeeded(need)
+	n, pairs := c.Paired.Pairs, stats.PairsNeeded(need)
 	return &problem{group: fmt.Sprintf("fewpairs:%d", n), what: c.Benchmark + " " + c.Unit, msg: func(whats string) string {
 		return fmt.Sprintf("too few pairs: %d pairs of %s: the smallest p-value the signed-rank test can give with %d pairs is %.3f (2/2^%d), above %s, "+
 			"so no change could ever be significant; run at least %d pairs (COUNT=%d ci/compare.sh --paired)", n, whats, n, minP, n, level, pairs, pairs)

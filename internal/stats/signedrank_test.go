@@ -1,4 +1,4 @@
-package gate
+package stats
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestSignedRankKnown checks signedRank against published values.
+// TestSignedRankKnown checks SignedRank against published values.
 func TestSignedRankKnown(t *testing.T) {
 	// Hollander & Wolfe's depression data, the example of R's
 	// ?wilcox.test: wilcox.test(x, y, paired = TRUE, alternative =
@@ -19,7 +19,7 @@ func TestSignedRankKnown(t *testing.T) {
 	for i := range x {
 		d[i] = x[i] - y[i]
 	}
-	v, n, p := signedRank(d)
+	v, n, p := SignedRank(d)
 	assert.Equal(t, 40.0, v)
 	assert.Equal(t, 9, n)
 	assert.InDelta(t, 0.03906, p, 5e-6)
@@ -37,19 +37,19 @@ func TestSignedRankKnown(t *testing.T) {
 	// Ties: the normal approximation with R's corrections. d = 1, 2, 2,
 	// 3, 3, 3, -1: V = 26.5, var = 7*8*15/24 - (6+6+24)/48 = 34.25,
 	// z = (26.5 - 14 - 0.5)/sqrt(34.25), p = 2(1 - Phi(z)) = 0.04031.
-	v, n, p = signedRank([]float64{1, 2, 2, 3, 3, 3, -1})
+	v, n, p = SignedRank([]float64{1, 2, 2, 3, 3, 3, -1})
 	assert.Equal(t, 26.5, v)
 	assert.Equal(t, 7, n)
 	assert.InDelta(t, 0.04031, p, 5e-5)
 
 	// Zeros are dropped; nothing left is no evidence.
-	v, n, p = signedRank([]float64{0, 0, 0})
+	v, n, p = SignedRank([]float64{0, 0, 0})
 	assert.Equal(t, []any{0.0, 0, 1.0}, []any{v, n, p})
-	_, n, _ = signedRank([]float64{0, 1, -2, 0})
+	_, n, _ = SignedRank([]float64{0, 1, -2, 0})
 	assert.Equal(t, 2, n)
 
 	// Infinite log ratios (a zero base) rank above the finite ones.
-	v, _, p = signedRank([]float64{math.Inf(1), 0.1, 0.2, 0.3, 0.4, 0.5})
+	v, _, p = SignedRank([]float64{math.Inf(1), 0.1, 0.2, 0.3, 0.4, 0.5})
 	assert.Equal(t, 21.0, v)
 	assert.InDelta(t, 0.03125, p, 1e-12)
 }
@@ -64,17 +64,17 @@ func TestSignedRankExactMatchesNormal(t *testing.T) {
 		for i := range d {
 			d[i] = rng.NormFloat64() + 0.2
 		}
-		v, n, exact := signedRank(d)
+		v, n, exact := SignedRank(d)
 		nf := float64(n)
 		z := (v - nf*(nf+1)/4)
 		z = (z - math.Copysign(0.5, z)) / math.Sqrt(nf*(nf+1)*(2*nf+1)/24)
-		approx := 2 * math.Min(normalCDF(z), normalCDF(-z))
+		approx := 2 * math.Min(NormalCDF(z), NormalCDF(-z))
 		assert.InDelta(t, approx, exact, 0.01, "V = %v", v)
 	}
 }
 
 func TestMinSignedRankP(t *testing.T) {
-	assert.Equal(t, 6, pairsNeeded(0.05))
-	assert.Equal(t, 0.0625, minSignedRankP(5))
-	assert.Equal(t, 9, pairsNeeded(0.05/10)) // 2/2^9 = 0.0039
+	assert.Equal(t, 6, PairsNeeded(0.05))
+	assert.Equal(t, 0.0625, MinSignedRankP(5))
+	assert.Equal(t, 9, PairsNeeded(0.05/10)) // 2/2^9 = 0.0039
 }

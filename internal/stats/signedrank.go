@@ -1,4 +1,4 @@
-package gate
+package stats
 
 import (
 	"math"
@@ -6,12 +6,12 @@ import (
 )
 
 // signedRankExactMax is the largest number of non-zero differences for
-// which signedRank computes the exact null distribution (R's wilcox.test
+// which SignedRank computes the exact null distribution (R's wilcox.test
 // uses the same bound); above it, or with ties, it uses the normal
 // approximation.
 const signedRankExactMax = 50
 
-// signedRank is Wilcoxon's signed-rank test of the hypothesis that the
+// SignedRank is Wilcoxon's signed-rank test of the hypothesis that the
 // differences d are symmetric about 0, two-sided, computed as R's
 // wilcox.test(d) computes it: zeros are dropped (Wilcoxon's method), the
 // absolute differences are ranked (ties get their average rank), and V is
@@ -22,7 +22,7 @@ const signedRankExactMax = 50
 // continuity corrections. n is the number of non-zero differences; with
 // none, p is 1. Infinite differences (a ratio with a zero side) rank
 // above every finite one.
-func signedRank(d []float64) (v float64, n int, p float64) {
+func SignedRank(d []float64) (v float64, n int, p float64) {
 	abs := make([]float64, 0, len(d))
 	pos := make([]bool, 0, len(d))
 	for _, x := range d {
@@ -78,7 +78,7 @@ func signedRank(d []float64) (v float64, n int, p float64) {
 		corr = -0.5
 	}
 	z = (z - corr) / sigma
-	p = 2 * math.Min(normalCDF(z), normalCDF(-z))
+	p = 2 * math.Min(NormalCDF(z), NormalCDF(-z))
 	return v, n, math.Min(1, p)
 }
 
@@ -109,26 +109,21 @@ func signedRankExactP(v float64, n int) float64 {
 	return math.Min(1, 2*math.Min(lo, hi)/total)
 }
 
-// minSignedRankP is the smallest two-sided p-value the exact signed-rank
+// MinSignedRankP is the smallest two-sided p-value the exact signed-rank
 // test can give with n pairs: every difference of one sign, 2/2^n. Six
 // pairs give 0.031, five only 0.0625: the paired gate needs at least 6
 // pairs at alpha 0.05.
-func minSignedRankP(n int) float64 {
+func MinSignedRankP(n int) float64 {
 	return math.Min(1, 2/math.Ldexp(1, n))
 }
 
-// pairsNeeded returns the smallest number of pairs whose best possible
+// PairsNeeded returns the smallest number of pairs whose best possible
 // signed-rank p-value is at most alpha.
-func pairsNeeded(alpha float64) int {
+func PairsNeeded(alpha float64) int {
 	for n := 1; n < 1000; n++ {
-		if minSignedRankP(n) <= alpha {
+		if MinSignedRankP(n) <= alpha {
 			return n
 		}
 	}
 	return 1000
-}
-
-// normalCDF is the standard normal distribution function.
-func normalCDF(z float64) float64 {
-	return 0.5 * math.Erfc(-z/math.Sqrt2)
 }

@@ -1,4 +1,4 @@
-package gate
+package stats
 
 import (
 	"math"
@@ -64,23 +64,30 @@ func TestBestSplitMatchesDefinition(t *testing.T) {
 	assert.Equal(t, -1, tau, "5 points cannot hold two segments of 3")
 }
 
+// The settings of the change-point tests: those of servegate's history.
+const (
+	testAlpha  = 0.01
+	testMinSeg = 3
+	testSeed   = 20141
+)
+
 func TestChangePointsFindsShifts(t *testing.T) {
 	// A 10% step in a series with 2% noise, 20 commits each side.
-	cps := changePoints(noisy(4, 20, 2, 100, 110), historyAlpha, historyMinSegment, historySeed)
+	cps := ChangePoints(noisy(4, 20, 2, 100, 110), testAlpha, testMinSeg, testSeed)
 	require.Len(t, cps, 1)
 	assert.Equal(t, 20, cps[0].Index)
-	assert.LessOrEqual(t, cps[0].P, historyAlpha)
+	assert.LessOrEqual(t, cps[0].P, testAlpha)
 
 	// Up, then back down: two change points.
-	cps = changePoints(noisy(2, 12, 2, 100, 115, 100), historyAlpha, historyMinSegment, historySeed)
+	cps = ChangePoints(noisy(2, 12, 2, 100, 115, 100), testAlpha, testMinSeg, testSeed)
 	require.Len(t, cps, 2)
 	assert.Equal(t, 12, cps[0].Index)
 	assert.Equal(t, 24, cps[1].Index)
 
 	// A shift must persist: a step at the last two commits is not yet one.
 	x := append(noisy(3, 30, 2, 100), 130, 130)
-	for _, cp := range changePoints(x, historyAlpha, historyMinSegment, historySeed) {
-		assert.LessOrEqual(t, cp.Index, len(x)-historyMinSegment)
+	for _, cp := range ChangePoints(x, testAlpha, testMinSeg, testSeed) {
+		assert.LessOrEqual(t, cp.Index, len(x)-testMinSeg)
 	}
 }
 
@@ -89,7 +96,7 @@ func TestChangePointsQuietOnNoise(t *testing.T) {
 	// expected; the detector is deterministic, so this cannot flake.
 	false1 := 0
 	for seed := range uint64(100) {
-		if len(changePoints(noisy(100+seed, 40, 5, 100), historyAlpha, historyMinSegment, historySeed)) > 0 {
+		if len(ChangePoints(noisy(100+seed, 40, 5, 100), testAlpha, testMinSeg, testSeed)) > 0 {
 			false1++
 		}
 	}
@@ -99,7 +106,7 @@ func TestChangePointsQuietOnNoise(t *testing.T) {
 
 func TestChangePointsDeterministic(t *testing.T) {
 	x := noisy(7, 15, 3, 100, 104)
-	a := changePoints(x, 0.05, historyMinSegment, historySeed)
-	b := changePoints(x, 0.05, historyMinSegment, historySeed)
+	a := ChangePoints(x, 0.05, testMinSeg, testSeed)
+	b := ChangePoints(x, 0.05, testMinSeg, testSeed)
 	assert.Equal(t, a, b)
 }

@@ -1,4 +1,4 @@
-package gate
+package stats
 
 import (
 	"math"
@@ -6,50 +6,34 @@ import (
 	"slices"
 )
 
-// Change-point detection by E-divisive means (Matteson and James, "A
-// Nonparametric Approach for Multiple Change Point Analysis of
-// Multivariate Data", 2014), the method Apache Otava and MongoDB's
-// signal-processing-algorithms run over performance history. It assumes
-// nothing about the distribution: a left part X = x[lo:τ] and a right
-// part Y = x[τ:κ] of a segment score
-//
-//	Q(τ, κ) = l·r/(l+r) · ( 2/(l·r) Σ|x−y| − Σ|x−x'|/C(l,2) − Σ|y−y'|/C(r,2) )
-//
-// (l = |X|, r = |Y|; energy distance with exponent 1). The best (τ, κ) of
-// the segment with the highest score is tested by a permutation test,
-// and the procedure recurses until a split is not significant. Letting
-// Y end before the segment does (κ) finds a shift that later reverts.
-// The permutation test uses a fixed seed, so the same history always
-// gets the same answer.
+// ChangePermutations is the permutation count of each test of
+// ChangePoints: the smallest p-value it can give is 1/500.
+const ChangePermutations = 499
 
-// Limits of the detector (documented in ci/README.md).
-const (
-	// historyMinSegment is the fewest points on either side of a change:
-	// a shift must persist over this many results to be found.
-	historyMinSegment = 3
-	// historyMaxPoints bounds a series; each test costs
-	// historyPermutations × n² distance evaluations.
-	historyMaxPoints = 500
-	// historyPermutations is the permutation count of each test: the
-	// smallest p-value it can give is 1/(historyPermutations+1).
-	historyPermutations = 499
-)
-
-// A changePoint splits a series: x[Index] is the first value after the
+// A ChangePoint splits a series: x[Index] is the first value after the
 // change.
-type changePoint struct {
+type ChangePoint struct {
 	Index int
-	Q     float64 // the split's score
-	P     float64 // permutation-test p-value
+	// Q is the split's score; P its permutation test's p-value.
+	Q, P float64
 }
 
-// changePoints returns the significant change points of x at level
-// alpha, in index order. Segments shorter than 2·minSeg are never split.
-func changePoints(x []float64, alpha float64, minSeg int, seed uint64) []changePoint {
+// ChangePoints returns the significant change points of x at level
+// alpha, in index order, by E-divisive means (Matteson and James, 2014),
+// as Apache Otava runs it. A split of a segment into X and Y scores
+//
+//	Q = l·r/(l+r) · (2/(l·r) Σ|x−y| − Σ|x−x'|/C(l,2) − Σ|y−y'|/C(r,2))
+//
+// with l = |X| and r = |Y|. The best split is kept when a permutation
+// test finds it significant, and the search recurses. Y may end before
+// the segment does, so a shift that later reverts is found.
+// Segments shorter than 2·minSeg are never split. The permutation tests draw from seed, so one input gives one answer.
+// Each test costs ChangePermutations times len(x)² distances.
+func ChangePoints(x []float64, alpha float64, minSeg int, seed uint64) []ChangePoint {
 	rng := rand.New(rand.NewPCG(seed, 0x5e7e6a7e))
 	var sc splitter
 	bounds := []int{0, len(x)} // segment boundaries, sorted
-	var found []changePoint
+	var found []ChangePoint
 	for {
 		best, bestQ, lo, hi := -1, math.Inf(-1), 0, 0
 		for i := 0; i+1 < len(bounds); i++ {
@@ -65,11 +49,11 @@ func changePoints(x []float64, alpha float64, minSeg int, seed uint64) []changeP
 		if p > alpha {
 			break
 		}
-		found = append(found, changePoint{Index: best, Q: bestQ, P: p})
+		found = append(found, ChangePoint{Index: best, Q: bestQ, P: p})
 		bounds = append(bounds, best)
 		slices.Sort(bounds)
 	}
-	slices.SortFunc(found, func(a, b changePoint) int { return a.Index - b.Index })
+	slices.SortFunc(found, func(a, b ChangePoint) int { return a.Index - b.Index })
 	return found
 }
 
@@ -90,16 +74,16 @@ func (s *splitter) permutationP(seg []float64, q float64, minSeg int, alpha floa
 	s.perm = append(s.perm[:0], seg...)
 	perm := s.perm
 	atLeast := 1
-	for range historyPermutations {
+	for range ChangePermutations {
 		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		if _, pq := s.best(perm, minSeg); pq >= q {
 			atLeast++
-			if p := float64(atLeast) / float64(historyPermutations+1); p > alpha {
+			if p := float64(atLeast) / float64(ChangePermutations+1); p > alpha {
 				return p
 			}
 		}
 	}
-	return float64(atLeast) / float64(historyPermutations+1)
+	return float64(atLeast) / float64(ChangePermutations+1)
 }
 
 // best returns the change τ of x with the highest score Q(τ, κ) over
