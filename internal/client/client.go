@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +26,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/servegate/servegate/internal/metrics"
@@ -489,7 +491,8 @@ func (c *Client) doHTTP(ctx context.Context, p *Prepared, rec *metrics.Record, b
 		rctx, cancel = context.WithTimeout(ctx, c.Timeout)
 	}
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, bytes.NewReader(p.body))
+	body := bytes.NewReader(p.body)
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.URL, body)
 	if err != nil {
 		rec.Failure, rec.Error = metrics.FailureTransport, fmt.Sprintf("build request: %v", err)
 		return
@@ -506,6 +509,13 @@ func (c *Client) doHTTP(ctx context.Context, p *Prepared, rec *metrics.Record, b
 	rec.Start = c.now()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
+		// The transport read the body past what it wrote by at most its
+		// write buffer: a body not read to its end was cut.
+		if body.Len() > 0 && ctx.Err() == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+			total := len(p.body)
+			err = &url.Error{Op: "Post", URL: c.URL, Err: &SendCutError{Sent: total - body.Len(), Total: total}}
+			rec.SendCut = true
+		}
 		c.fail(ctx, rctx, rec, err)
 		return
 	}
@@ -525,6 +535,8 @@ func (c *Client) doH1(ctx context.Context, p *Prepared, rec *metrics.Record, buf
 	bufs.read = buf
 	if err != nil {
 		c.fail(ctx, ctx, rec, &url.Error{Op: "Post", URL: c.URL, Err: err})
+		var cut *SendCutError
+		rec.SendCut = errors.As(err, &cut)
 		return
 	}
 	defer x.finish()

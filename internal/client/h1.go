@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -232,6 +234,23 @@ type h1Exchange struct {
 // reused connection (one the server may have closed while it was idle)
 // is sent once more on a new connection; one that was written, even in
 // part, never is: a POST is not sent twice.
+// cutAnswerWait is how long a request whose connection the server closed
+// while it was being sent waits for the server's answer already on its
+// way (a 4xx the server wrote before it closed).
+const cutAnswerWait = 2 * time.Second
+
+// A SendCutError is a request whose connection the server closed (reset)
+// while the request was being sent, with no answer: the request, not the
+// server's readiness, is at fault (a request too big, most often), and
+// sending it again would meet the same end.
+type SendCutError struct {
+	Sent, Total int // bytes written of the request's bytes
+}
+
+func (e *SendCutError) Error() string {
+	return fmt.Sprintf("the server closed the connection while the request was being sent (%d of %d bytes sent) and gave no answer: the request may be too big for it", e.Sent, e.Total)
+}
+
 func (t *h1Transport) send(ctx context.Context, p *Prepared, timeout time.Duration, buf []byte) (*h1Exchange, []byte, int, error) {
 	var deadline time.Time
 	if timeout > 0 {
@@ -256,11 +275,37 @@ func (t *h1Transport) send(ctx context.Context, p *Prepared, timeout time.Durati
 			t.late()
 		}
 		n, err := conn.Write(p.wire)
+		if err != nil && reused && n == 0 && !retry && ctx.Err() == nil {
+			x.close()
+			continue
+		}
+		if err != nil && n > 0 && n < len(p.wire) && ctx.Err() == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+			// The server closed the connection in the middle of the
+			// request: a server that refuses a request too big answers
+			// first (4xx) and closes with the rest of the body unread.
+			// Its answer is read, if it sent one; the request is never
+			// sent again.
+			sent, total := n, len(p.wire)
+			p.wire = nil
+			wait := time.Now().Add(cutAnswerWait)
+			if !deadline.IsZero() && deadline.Before(wait) {
+				wait = deadline
+			}
+			_ = conn.SetDeadline(wait)
+			x.deadline = true
+			x.keep = false
+			x.head, buf, n, err = readHead(conn, buf)
+			if err == nil {
+				n, err = x.body.start(conn, x.head, buf, n)
+			}
+			if err != nil {
+				x.close()
+				return nil, buf, 0, &SendCutError{Sent: sent, Total: total}
+			}
+			return x, buf, n, nil
+		}
 		if err != nil {
 			x.close()
-			if reused && n == 0 && !retry && ctx.Err() == nil {
-				continue
-			}
 			return nil, buf, 0, err
 		}
 		p.wire = nil // written: never sent again

@@ -71,7 +71,7 @@ func waitReady(ctx context.Context, c *client.Client, req client.Request, timeou
 		if last.Success {
 			return nil
 		}
-		if s := last.HTTPStatus; s >= 400 && s < 500 && s != 408 && s != 429 {
+		if s := last.HTTPStatus; last.SendCut || s >= 400 && s < 500 && s != 408 && s != 429 {
 			return fmt.Errorf("initial test request failed, check the benchmark arguments: %s", last.Error)
 		}
 		// A probe that ended with the wait's deadline was cut short by it

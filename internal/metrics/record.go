@@ -98,6 +98,10 @@ type Record struct {
 	Error string
 	// HTTPStatus is the response status code, 0 when none arrived.
 	HTTPStatus int
+	// SendCut is true when the server closed the connection while the
+	// request was being sent and gave no answer: the request (too big,
+	// most often), not the server's readiness, is at fault.
+	SendCut bool
 
 	// FirstContent is from Start to the first chunk that carried answer
 	// content (not reasoning, not a tool call); 0 when none came. TTFT
