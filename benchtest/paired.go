@@ -151,6 +151,7 @@ func runPairedBench(b *testing.B, owner testing.TB, sc *scenario.Scenario) {
 	rec.Base.Result = filepath.Base(save(b, ob, "bench-base", baseBenchfmt, b.Name()))
 	rec.Head.Result = filepath.Base(save(b, oh, "bench", benchBenchfmt, b.Name()))
 	rec.Base.Invalid, rec.Head.Invalid = ob.Invalid(), oh.Invalid()
+	rec.Base.NotReset, rec.Head.NotReset = pipeline.NotReset(ob), pipeline.NotReset(oh)
 	rec.Base.Headroom, rec.Head.Headroom = pipeline.Headroom(ob), pipeline.Headroom(oh)
 	rec.Seconds = time.Since(began).Seconds()
 	writeRecord(b, &rec)

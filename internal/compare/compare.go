@@ -339,6 +339,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 			}
 			s.BaseImage, s.HeadImage, s.Mode = r.Base.Image, r.Head.Image, r.Mode
 			s.Headroom = max(s.Headroom, r.Base.Headroom, r.Head.Headroom)
+			res.noteNotReset(k, r)
 			history[k] = append(history[k], r)
 			s.Verdict = judgeRound(judge, k, history[k], n)
 			if s.Verdict.State == Continue {

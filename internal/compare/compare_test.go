@@ -24,8 +24,8 @@ type fakeSource struct {
 	check  []*Record
 	rounds [][]Key
 	// invalid and problem are set on the record of a scenario in a
-	// round, by "round/name".
-	invalid, problem map[string]string
+	// round, by "round/name"; notReset on base's side.
+	invalid, problem, notReset map[string]string
 }
 
 func (f *fakeSource) Check(context.Context) ([]*Record, error) { return f.check, nil }
@@ -38,6 +38,7 @@ func (f *fakeSource) Round(_ context.Context, n int, open []Key) ([]*Record, err
 			Base: pipeline.PairSide{Result: "b.json", Image: "img:1"}, Head: pipeline.PairSide{Result: "h.json", Image: "img:2"}}}
 		id := strings.Join([]string{string(rune('0' + n)), k.Name}, "/")
 		r.Head.Invalid = f.invalid[id]
+		r.Base.NotReset = f.notReset[id]
 		if p := f.problem[id]; p != "" {
 			r.Problem = &pipeline.PairProblem{Kind: pipeline.ProblemStart, Side: "head", Message: p}
 		}

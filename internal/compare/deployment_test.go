@@ -40,3 +40,14 @@ func TestTargetDifferenceAtTop(t *testing.T) {
 	assert.Contains(t, head, "target differs in chat, rag:\n  target.args: --max-num-seqs 4 (base: --max-num-seqs 8)\n")
 	assert.NotContains(t, head, "new", "a scenario not judged has no difference to show")
 }
+
+// TestNotResetNoted: a side whose server kept its prefix cache (a
+// deployed server without the reset route) is noted once per scenario,
+// however many pairs it ran.
+func TestNotResetNoted(t *testing.T) {
+	why := "the server has no POST /reset_prefix_cache (status 404); vLLM serves it with VLLM_SERVER_DEV_MODE=1"
+	src := &fakeSource{check: checked("a", "b"), notReset: map[string]string{"1/a": why, "2/a": why, "3/a": why}}
+	res := &Result{}
+	require.NoError(t, compare(t.Context(), Config{}, src, fakeJudge{"a": {3, Pass}, "b": {3, Pass}}, res, t.TempDir(), &bytes.Buffer{}))
+	assert.Equal(t, []string{"a: base's server was not emptied of cached prompts before its runs: " + why}, res.Notes)
+}

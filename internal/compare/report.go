@@ -97,6 +97,25 @@ func (r *Result) scenario(k Key) *ScenarioResult {
 	return s
 }
 
+// noteNotReset adds a note, once per scenario and side, when a side's
+// server began a run without emptying its prefix cache: a deployed
+// server often offers no reset, and its runs may find earlier prompts
+// cached.
+func (r *Result) noteNotReset(k Key, rec *Record) {
+	for _, side := range []struct {
+		name string
+		why  string
+	}{{"base", rec.Base.NotReset}, {"head", rec.Head.NotReset}} {
+		if side.why == "" {
+			continue
+		}
+		head := fmt.Sprintf("%s: %s's server was not emptied of cached prompts before its runs: ", k.Name, side.name)
+		if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, head) }) {
+			r.Notes = append(r.Notes, head+side.why)
+		}
+	}
+}
+
 // howPaired says how the pairs ran.
 func (r *Result) howPaired() string {
 	modes := map[string]bool{}

@@ -60,6 +60,10 @@ type PairSide struct {
 	// Invalid says why the run is invalid (the load generator fell
 	// behind in every attempt), "" for a valid run.
 	Invalid string `json:"invalid,omitempty"`
+	// NotReset, when set, says why the server's prefix cache was not
+	// emptied before the run: a server that offers no reset, or one
+	// that refused it.
+	NotReset string `json:"not_reset,omitempty"`
 	// Headroom is the largest share of a harness limit the run used:
 	// 0.5 when its tightest health figure was half its limit. Past 1
 	// the run is invalid.
@@ -79,6 +83,15 @@ func Headroom(o *Outcome) float64 {
 		}
 	}
 	return h
+}
+
+// NotReset is PairSide.NotReset of an outcome: "" when the run began on
+// an empty prefix cache or tried no reset.
+func NotReset(o *Outcome) string {
+	if o.PrefixCache == nil || o.PrefixCache.Done {
+		return ""
+	}
+	return o.PrefixCache.Note
 }
 
 // The kinds of PairProblem.
