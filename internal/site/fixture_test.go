@@ -24,7 +24,16 @@ type synth struct {
 	scenarios, commits int
 	stepAt             int
 	step               float64
-	stepScenarios      int // the first stepScenarios scenarios get the step
+	stepScenarios      int      // the first stepScenarios scenarios get the step
+	names              []string // the scenarios' names; default scn-00, scn-01, ...
+}
+
+// name is scenario s's name.
+func (sy synth) name(s int) string {
+	if s < len(sy.names) {
+		return sy.names[s]
+	}
+	return fmt.Sprintf("scn-%02d", s)
 }
 
 // commitID is commit i's hash-like name.
@@ -48,7 +57,7 @@ func (sy synth) build(tb testing.TB, dir string) *store.Store {
 			}
 			fmt.Fprintf(&b, "scenario-sha: sha%02d\n", s)
 			for range 3 {
-				fmt.Fprintf(&b, "BenchmarkScenarios/scenario=scn-%02d 1 %.6f ttft-p99-sec 0 fail-ratio %.4f goodput-req/s\n", s, ttft*(1+0.02*rng.NormFloat64()), 20*(1+0.01*rng.NormFloat64()))
+				fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s 1 %.6f ttft-p99-sec 0 fail-ratio %.4f goodput-req/s\n", sy.name(s), ttft*(1+0.02*rng.NormFloat64()), 20*(1+0.01*rng.NormFloat64()))
 			}
 		}
 		f := filepath.Join(tmp, "test.benchfmt")

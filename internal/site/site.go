@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -140,6 +141,15 @@ func Write(ctx context.Context, cfg Config) (*Summary, error) {
 			}
 		}
 	})
+	// One page per scenario: two names whose slugs meet (short hashes
+	// that collide) are refused, never written over each other.
+	byPage := map[string]string{}
+	for _, name := range names {
+		if other, ok := byPage[PageName(name)]; ok {
+			return nil, fmt.Errorf("site: scenarios %q and %q would share the page %s: rename one", other, name, PageName(name))
+		}
+		byPage[PageName(name)] = name
+	}
 	var rows []overviewRow
 	for _, name := range names {
 		p := pages[name]
@@ -214,8 +224,14 @@ func ChartURL(base, runner, benchmark, unit string) string {
 	return strings.TrimRight(base, "/") + "/" + PageName(Scenario(benchmark)) + "#" + ChartID(runner, benchmark, unit)
 }
 
-// slug turns a name into [a-z0-9._-] characters; a name that changed on
-// the way gets a short hash of itself, so two names never share a slug.
+// hashedSlug is how the slug of a changed name ends.
+var hashedSlug = regexp.MustCompile(`-[0-9a-f]{6}$`)
+
+// slug turns a name into [a-z0-9._-] characters. A name that changed on
+// the way gets a short hash of itself, and so does a name that ends as
+// such a slug does ("chat-460b3a", the slug of "Chat"): a name kept as it
+// is never meets a changed one. Two changed names meet only when their
+// short hashes do; Write refuses that.
 func slug(name string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(name) {
@@ -230,7 +246,7 @@ func slug(name string) string {
 	if len(s) > 80 {
 		s = s[:80]
 	}
-	if s != name {
+	if s != name || hashedSlug.MatchString(s) {
 		h := sha256.Sum256([]byte(name))
 		s += "-" + hex.EncodeToString(h[:3])
 	}

@@ -84,6 +84,11 @@ func TestSlug(t *testing.T) {
 	assert.Equal(t, "chat-poisson", slug("chat-poisson"))
 	assert.NotEqual(t, slug("a/b"), slug("a_b"))
 	assert.Regexp(t, `^a_b-[0-9a-f]{6}$`, slug("a/b"))
+	// A name kept as it is never looks like a changed one's slug.
+	assert.Equal(t, "chat-460b3a", slug("Chat"))
+	assert.NotEqual(t, slug("Chat"), slug("chat-460b3a"))
+	assert.Regexp(t, `^chat-460b3a-[0-9a-f]{6}$`, slug("chat-460b3a"))
+	assert.Equal(t, "chat-46", slug("chat-46"))
 	assert.Equal(t, "chat", Scenario("Scenarios/scenario=chat"))
 	assert.Equal(t, "X/y", Scenario("X/y"))
 }
@@ -101,4 +106,57 @@ func section(t *testing.T, page, id string) string {
 	m := regexp.MustCompile(`(?s)<section id="` + regexp.QuoteMeta(id) + `">.*?</section>`).FindString(page)
 	require.NotEmpty(t, m, "no section %s", id)
 	return m
+}
+
+// TestOnePagePerScenario: a scenario named as another's slug ("Chat" is
+// chat-460b3a) gets a page of its own, and the count of pages written is
+// the count of files.
+func TestOnePagePerScenario(t *testing.T) {
+	st := synth{scenarios: 2, commits: 4, names: []string{"Chat", "chat-460b3a"}}.build(t, filepath.Join(t.TempDir(), "store"))
+	out := filepath.Join(t.TempDir(), "site")
+	sum, err := Write(context.Background(), Config{Store: st, Out: out})
+	require.NoError(t, err)
+	assert.Len(t, sum.Pages, 3)
+	files, err := os.ReadDir(out)
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name())
+	}
+	assert.ElementsMatch(t, sum.Pages, names)
+	for _, name := range []string{"Chat", "chat-460b3a"} {
+		page := read(t, out, PageName(name))
+		assert.Contains(t, page, "<title>"+name+" ", name)
+		assert.Contains(t, read(t, out, "index.html"), `href="`+PageName(name)+`"`)
+	}
+}
+
+// TestPageNameCollisionRefused: two scenarios whose page names are the
+// same (two names changed to the same slug whose short hashes meet, found
+// by search) are refused, never written over each other.
+func TestPageNameCollisionRefused(t *testing.T) {
+	a, b := slugCollision(t)
+	st := synth{scenarios: 2, commits: 4, names: []string{a, b}}.build(t, filepath.Join(t.TempDir(), "store"))
+	_, err := Write(context.Background(), Config{Store: st, Out: filepath.Join(t.TempDir(), "site")})
+	require.ErrorContains(t, err, "would share the page "+PageName(a))
+}
+
+// slugCollision finds two names with the same slug: names of "x" and 16
+// characters that each become "_", so only their short hashes differ.
+func slugCollision(t *testing.T) (string, string) {
+	seen := map[string]string{}
+	for i := range 1 << 20 {
+		var b strings.Builder
+		b.WriteString("x")
+		for k := range 16 {
+			b.WriteByte("+:!#"[(i>>(2*k))&3])
+		}
+		name := b.String()
+		if prev, ok := seen[slug(name)]; ok {
+			return prev, name
+		}
+		seen[slug(name)] = name
+	}
+	t.Fatal("no collision found")
+	return "", ""
 }
