@@ -28,6 +28,11 @@ type PairedRequest struct {
 	// side's goodput, 0 when not: weights, so that the accuracy harness
 	// can inject a goodput change in the unit (a weight of 0.95).
 	BaseGood, HeadGood float64
+	// BaseTPOT and HeadTPOT are each side's time per output token after
+	// the first, in seconds, as vLLM's benchmark computes it: (latency -
+	// TTFT) / (output tokens - 1); 0 when the request has fewer than two
+	// output tokens or the files report no latencies.
+	BaseTPOT, HeadTPOT float64
 }
 
 // A PairRun is one paired run of one scenario (base and head driven
@@ -44,6 +49,9 @@ type PairRun struct {
 	// (a scenario with goodput SLOs); BaseGood and HeadGood are 0
 	// otherwise.
 	Goodput bool
+	// TPOT says whether both sides report latencies and output lengths,
+	// request by request, so that BaseTPOT and HeadTPOT are set.
+	TPOT bool
 }
 
 // PairRunFromResults reads one paired run from base's and head's
@@ -71,6 +79,7 @@ func PairRunFromResults(name string, base, head []byte) (PairRun, error) {
 	}
 	var run PairRun
 	run.Goodput = b.RequestGoodput != nil
+	run.TPOT = b.hasTPOT() && h.hasTPOT()
 	if b.Duration != nil && h.Duration != nil {
 		run.BaseDuration, run.HeadDuration = *b.Duration, *h.Duration
 	}
@@ -86,6 +95,9 @@ func PairRunFromResults(name string, base, head []byte) (PairRun, error) {
 		r := PairedRequest{Start: m.start, BaseTTFT: b.TTFTs[m.b], HeadTTFT: h.TTFTs[m.h], BaseFailed: b.Errors[m.b] != "", HeadFailed: h.Errors[m.h] != ""}
 		if run.Goodput {
 			r.BaseGood, r.HeadGood = weight(b.GoodputMet[m.b]), weight(h.GoodputMet[m.h])
+		}
+		if run.TPOT {
+			r.BaseTPOT, r.HeadTPOT = b.tpot(m.b), h.tpot(m.h)
 		}
 		run.Requests[i] = r
 	}

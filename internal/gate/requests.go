@@ -39,6 +39,7 @@ type pairedResult struct {
 	SessionIDs   []string `json:"session_ids"`
 	SessionTurns []int    `json:"session_turns"`
 	ToolRounds   []int    `json:"session_tool_rounds"`
+	runCheck
 }
 
 // RequestPairsFromResults matches the requests of the two detailed
@@ -99,6 +100,9 @@ func readPairedResult(data []byte) (*pairedResult, error) {
 		return nil, fmt.Errorf("read result: errors: %d entries for %d requests", len(r.Errors), n)
 	case len(r.schedule()) != n:
 		return nil, fmt.Errorf("read result: scheduled_times/start_times: %d entries for %d requests", len(r.schedule()), n)
+	}
+	if err := r.runCheck.check(n); err != nil {
+		return nil, err
 	}
 	if r.SessionIDs != nil {
 		switch {

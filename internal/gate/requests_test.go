@@ -37,6 +37,11 @@ func TestRequestPairsFromResults(t *testing.T) {
 		{"short errors", base, []byte(`{"ttfts": [1], "errors": [], "start_times": [0]}`), "errors: 0 entries for 1 requests"},
 		{"nan ttft of a success", base, []byte(`{"ttfts": [NaN, 1, 1, 1], "errors": ["", "", "", ""], "start_times": [0, 0.1, 0.2, 0.3], "note": "NaN"}`), ""},
 		{"negative start", base, []byte(`{"ttfts": [1], "errors": [""], "start_times": [-1]}`), "request 0: start offset -1"},
+		// Fail closed: a run cut short or whose load generator fell
+		// behind is refused, as the benchfmt readers refuse its lines.
+		{"interrupted", base, []byte(`{"ttfts": [1], "errors": [""], "start_times": [0], "interrupted": true, "interrupted_by": "signal"}`), "head: read result: an interrupted run (signal): it speaks for part of its schedule only; rerun the whole pair"},
+		{"invalid", []byte(`{"ttfts": [1], "errors": [""], "start_times": [0], "invalid": "load generator fell behind"}`), head, "base: read result: an invalid run (load generator fell behind)"},
+		{"short latencies", base, []byte(`{"ttfts": [1], "errors": [""], "start_times": [0], "latencies": [], "output_lens": [3]}`), "latencies: 0 entries for 1 requests"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
