@@ -60,15 +60,16 @@
 # COUNT (default 8, the sequential test's cap); after each pair every
 # scenario not yet decided is judged by gate -sequential on its pairs'
 # result JSON so far (<scenario>.bench-base.1.json and
-# <scenario>.bench.1.json in the pair's SERVEGATE_OUT): p99 TTFT and
-# goodput by a sequential test on the pairs' block-bootstrapped
+# <scenario>.bench.1.json in the pair's SERVEGATE_OUT): median TTFT and
+# TPOT, p99 TTFT and goodput by a sequential test on the pairs' block-bootstrapped
 # estimates, fail-ratio by a sign test on the requests that failed on one
 # side only. The pairs stop when every scenario is decided. $OUT/gate.txt
 # and $OUT/gate.md (the job summary, the pull request comment) say per
 # scenario how many pairs it took and why it stopped ("regression of
-# ttft-p99-sec after 3 pairs", "undecided: capped at 8 pairs ... exit 2").
-# Exit 0 every scenario no regression, 1 a regression (and nothing
-# undecided), 2 a scenario undecided at the cap or a bad input.
+# ttft-p50-sec after 3 pairs", "cannot judge: ... Remedies: ... exit 2").
+# Exit 0 every scenario no regression, 1 a regression in any scenario
+# (even when another could not be judged), 2 a scenario too noisy to
+# judge at the cap, an invalid run or a bad input.
 #
 # --baseline-store DIR (or BASELINE_STORE=DIR; first argument): the
 # stored baseline, see the block "stored baseline" below.
@@ -286,8 +287,8 @@ sequential_step() {
 #                     --sequential (base and head paired) in $OUT/fallback,
 #                     whose exit status is the verdict; 0: exit 2 with the
 #                     reason [1]
-# Only p99 TTFT is gated in this mode. Exit 0 every scenario no regression,
-# 1 a regression (and nothing undecided), 2 undecided or bad input.
+# Only median TTFT is gated in this mode. Exit 0 every scenario no regression,
+# 1 a regression in any scenario, 2 otherwise undecided or bad input.
 if [ -n "$baseline_store" ]; then
   FRESH=${FRESH:-2}
   BASELINE_FALLBACK=${BASELINE_FALLBACK:-1}
@@ -356,7 +357,7 @@ if [ -n "$baseline_store" ]; then
   baseline_markdown() {
     local title=$1
     shift
-    { printf '### %s\n\nOnly p99 TTFT is gated in this mode (docs/verdicts.md, "A baseline from history").\n\n```\n' "$title"; cat "$@" 2>/dev/null || true; printf '```\n'; } >"$OUT/gate.md"
+    { printf '### %s\n\nOnly median TTFT is gated in this mode (docs/verdicts.md, "A baseline from history").\n\n```\n' "$title"; cat "$@" 2>/dev/null || true; printf '```\n'; } >"$OUT/gate.md"
   }
   if [ "$fallback" = 1 ]; then
     if [ "$BASELINE_FALLBACK" = 0 ]; then
@@ -375,11 +376,11 @@ if [ -n "$baseline_store" ]; then
   for f in "$tmp/hb"/*.done; do
     case $(cat "$f") in
       0) ;;
-      1) [ "$status" = 0 ] && status=1 ;;
-      *) status=2 ;;
+      1) status=1 ;;
+      *) [ "$status" = 1 ] || status=2 ;;
     esac
   done
-  echo "compare: stored baseline verdict: exit $status (only p99 TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
+  echo "compare: stored baseline verdict: exit $status (only median TTFT is gated in this mode)" | tee -a "$OUT/runs.log" >&2
   baseline_markdown "Stored baseline: exit $status" "$OUT/gate.txt"
   exit "$status"
 fi
@@ -398,8 +399,8 @@ if [ "$sequential" = 1 ]; then
   for f in "$tmp/seq"/*.done; do
     case $(cat "$f") in
       0) ;;
-      1) [ "$status" = 0 ] && status=1 ;;
-      *) status=2 ;;
+      1) status=1 ;;
+      *) [ "$status" = 1 ] || status=2 ;;
     esac
   done
   # Scenarios paired mode skips (capacity searches) are not gated: say so.
@@ -408,11 +409,11 @@ if [ "$sequential" = 1 ]; then
     echo "$skipped" | sed 's/^/== not gated by the paired verdict (ci\/compare.sh --interleaved gates it): /' >>"$OUT/gate.txt"
   fi
   cat "$OUT/gate.txt"
-  verdict=$(case $status in 0) echo "no regression" ;; 1) echo "regression" ;; *) echo "no verdict: a scenario undecided or a bad input" ;; esac)
+  verdict=$(case $status in 0) echo "no regression" ;; 1) echo "regression" ;; *) echo "cannot judge: a scenario too noisy, an invalid run or a bad input" ;; esac)
   {
     echo "## servegate: $verdict (exit $status)"
     echo
-    echo "Fast paired verdict (docs/verdicts.md): base and head at the same time, one schedule; p99 TTFT and goodput by a sequential test over the pairs, fail-ratio by a sign test; at most $COUNT pairs."
+    echo "Fast paired verdict (docs/verdicts.md): base and head at the same time, one schedule; median TTFT and TPOT, p99 TTFT and goodput by a closed sequential test over the pairs, fail-ratio by a sign test; at most $COUNT pairs, the last of which always decides."
     echo
     echo "| scenario | exit | pairs | why it stopped |"
     echo "| --- | --- | --- | --- |"

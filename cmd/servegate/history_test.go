@@ -29,7 +29,7 @@ func TestHistoryCommands(t *testing.T) {
 	for i := range 12 {
 		ttft := 0.030
 		if i >= 7 {
-			ttft *= 1.12
+			ttft *= 1.20 // past the 15% tolerance of p99 TTFT
 		}
 		var b strings.Builder
 		b.WriteString("scenario-sha: abc\n")
@@ -57,7 +57,7 @@ func TestHistoryCommands(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(site, "scenario-chat.html"))
 	require.NoError(t, err)
 	assert.Contains(t, string(page), `href="https://example.com/c/c07"`)
-	assert.Regexp(t, `\+1[12]\.\d% regression`, string(page))
+	assert.Regexp(t, `\+(19|20|21)\.\d% regression`, string(page))
 
 	code, out, errOut = runCmd(t, "history", "export", "--store", store, "--format", "bmf", "--commit", "c03")
 	require.Equal(t, 0, code, errOut)

@@ -46,8 +46,10 @@ type Judge interface {
 	Judge(name string, pairs []*Record) (Verdict, error)
 }
 
-// fastJudge is internal/gate's fast paired verdict: p99 TTFT and
-// goodput by a sequential test, fail-ratio by a sign test.
+// fastJudge is internal/gate's fast paired verdict: the policy's TTFT
+// and TPOT quantiles and goodput by a closed sequential test whose last
+// look always decides, fail-ratio by a sign test. gate.Undecided, a run
+// too noisy to judge at the cap, is CannotJudge (exit 2).
 type fastJudge struct {
 	policy *gate.Policy
 }

@@ -168,15 +168,15 @@ func TestCompareScriptBaselineStore(t *testing.T) {
 	}{
 		{"unchanged head", "0.1000", nil, ExitPass, []string{
 			"== store: after head run 3 (exit 0)", "no drift: today's base is within ±2.47%",
-			"PASS ttft-p99-sec: 3 head run(s) against the stored baseline, 2 fresh base run(s) for the drift check",
+			"PASS ttft-p50-sec: 3 head run(s) against the stored baseline, 2 fresh base run(s) for the drift check",
 			"compare: stored baseline verdict: exit 0"}, []string{"head run 4 of"}},
 		{"10% slower head", "0.110", nil, ExitRegression, []string{
-			"FAIL ttft-p99-sec: 3 head run(s) against the stored baseline", "compare: stored baseline verdict: exit 1"}, nil},
+			"FAIL ttft-p50-sec: 3 head run(s) against the stored baseline", "compare: stored baseline verdict: exit 1"}, nil},
 		{"drift, no fallback", "0.1000", []string{"MACHINE=1.1", "BASELINE_FALLBACK=0"}, ExitBadInput, []string{
 			"== store: after head run 1 (exit 2)", "drift: today's base differs from the stored baseline by +", "past the drift limit of ±2.47%",
 			"exit 2 (BASELINE_FALLBACK=0)"}, []string{"head run 2 of"}},
 		{"drift, fallback to --sequential", "0.110", []string{"MACHINE=1.1"}, ExitRegression, []string{
-			"falling back to --sequential", "FAIL ttft-p99-sec: 3 pairs used", "fell back to --sequential: exit 1"}, nil},
+			"falling back to --sequential", "FAIL ttft-p50-sec: 3 pairs used", "fell back to --sequential: exit 1"}, nil},
 		{"a store of another runner type", "0.1000", []string{"RUNNER_TYPE=cpu4", "BASELINE_FALLBACK=0"}, ExitBadInput, []string{
 			"has no runs of runner type cpu4 (it has: cpu2)"}, nil},
 		{"FRESH past COUNT", "0.1000", []string{"FRESH=9"}, ExitBadInput, []string{"FRESH=9: want 1 to COUNT (8) fresh base runs"}, nil},

@@ -24,6 +24,6 @@ func ExampleRun() {
 	}
 	fmt.Println("verdict:", rep.Verdict, "exit", rep.ExitCode())
 	// Output:
-	// Scenarios/scenario=chat-poisson ttft-p99-sec: regression: +27.82%, beyond tolerance +5% (p=0.000)
+	// Scenarios/scenario=chat-poisson ttft-p99-sec: regression: +27.82%, beyond tolerance +15% (p=0.000)
 	// verdict: fail exit 1
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // The units the fast paired verdict gates, each with the policy's rule
-// for it: p99 TTFT and goodput by the sequential test on their log
+// for it: the TTFT and TPOT quantiles (ttft-p50-sec, tpot-p50-sec,
+// ttft-p99-sec, ...) and goodput by the sequential test on their log
 // ratio, the failure ratio by a sign test on the requests that failed on
 // one side only.
 const (
@@ -25,11 +26,12 @@ const (
 // A FastFigure is one figure the fast verdict judges sequentially, and
 // where its test stands.
 type FastFigure struct {
-	// Unit is the benchfmt unit ("ttft-p99-sec", "goodput-req/s").
+	// Unit is the benchfmt unit ("ttft-p50-sec", "goodput-req/s").
 	Unit string `json:"unit"`
-	// Q is the TTFT quantile a ttft-pNN-sec unit gates (0.99 for p99);
-	// 0 for goodput.
-	Q float64 `json:"q,omitempty"`
+	// Metric is the per-request metric a quantile unit gates ("ttft" or
+	// "tpot"), Q its quantile (0.99 for p99); both empty for goodput.
+	Metric string  `json:"metric,omitempty"`
+	Q      float64 `json:"q,omitempty"`
 	// Tolerance is the policy's relative tolerance; Better +1 when higher
 	// is better, -1 when lower is.
 	Tolerance float64 `json:"tolerance"`
@@ -43,16 +45,23 @@ type FastFigure struct {
 
 // A FastJudge is the fast paired verdict of one scenario: pairs of runs
 // arrive one at a time (Add), and after each it decides regression, no
-// regression, or another pair, up to the design's cap (Undecided: exit 2).
+// regression, or another pair. The design's last look always decides
+// (see Sequential): a figure with no significant regression there
+// passes, and says what the pairs rule out. Only a run too noisy to
+// detect twice the tolerance is Undecided (exit 2).
 //
 // The gated figures are those of the policy it can judge request by
-// request: ttft-p99-sec (always: the policy must give it a relative
-// tolerance), goodput-req/s (when the policy gates it with a relative
-// tolerance and the runs report goodput) and fail-ratio (when the policy
-// gates it, with an absolute tolerance). The design's Alpha is the A/A
-// false-fail of the whole verdict: it is split evenly between the gated
-// figures (Bonferroni), and the fail-ratio test splits its share again
-// between the looks.
+// request: the TTFT and TPOT quantiles (ttft-pNN-sec, tpot-pNN-sec),
+// goodput-req/s (when the runs report goodput) and fail-ratio (with an
+// absolute tolerance). TPOT is gated rather than ITL because it is one
+// number per request, (latency - TTFT) / (output tokens - 1) as vLLM's
+// benchmark computes it, so requests pair one to one; a request's ITLs
+// are many correlated gaps whose count differs between the sides. Every
+// other rule of the policy is listed in NotJudged with the reason: none
+// is dropped silently. The design's Alpha is the A/A false-fail of the
+// whole verdict: it is split evenly between the gated figures
+// (Bonferroni), and the fail-ratio test splits its share again between
+// the looks.
 //
 // A regression of any figure ends the verdict at once (exit 1); no
 // regression needs every sequential figure decided (each stops being
@@ -76,7 +85,17 @@ type FastJudge struct {
 	Decision Decision
 	Why      string
 	Unit     string
-	goodput  *bool // whether the runs report goodput (set by the first pair)
+	// NotJudged are the policy's rules this verdict does not judge, each
+	// with the reason, in the policy's order.
+	NotJudged []NotJudged
+	goodput   *bool // whether the runs report goodput (set by the first pair)
+	tpot      *bool // whether the runs report TPOT (set by the first pair)
+}
+
+// A NotJudged is a rule of the policy the paired verdict does not judge.
+type NotJudged struct {
+	Unit string `json:"unit"`
+	Why  string `json:"why"`
 }
 
 // NewFastJudge returns the fast verdict of design under pol, on the
@@ -95,46 +114,66 @@ func NewFastJudge(design Sequential, pol *Policy, steady float64, reps int, rng 
 	}
 	j := &FastJudge{design: design, steady: steady, reps: reps, rng: rng}
 	for _, r := range pol.Rules {
-		q, ok := ttftQuantile(r.Unit)
-		if !ok {
-			continue
+		metric, q, ok := quantileUnit(r.Unit)
+		switch {
+		case ok || r.Unit == unitGoodput:
+			if !r.Tolerance.Relative || !(r.Tolerance.Amount > 0 && r.Tolerance.Amount < 1) {
+				return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs a relative tolerance in (0, 100%%)", r.Unit, r.Tolerance)
+			}
+			f := &FastFigure{Unit: r.Unit, Metric: metric, Q: q, Tolerance: r.Tolerance.Amount, Better: direction(r.Better, -1)}
+			if r.Unit == unitGoodput {
+				f.Better = direction(r.Better, 1)
+			}
+			j.figures = append(j.figures, f)
+		case r.Unit == unitFailRatio:
+			if r.Tolerance.Relative {
+				return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs an absolute one (a share of the requests, such as +0)", unitFailRatio, r.Tolerance)
+			}
+			j.failGate, j.failTol = true, r.Tolerance.Amount
+		default:
+			j.NotJudged = append(j.NotJudged, NotJudged{r.Unit, notJudgedWhy(r.Unit)})
 		}
-		if !r.Tolerance.Relative || !(r.Tolerance.Amount > 0 && r.Tolerance.Amount < 1) {
-			return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs a relative tolerance in (0, 100%%)", r.Unit, r.Tolerance)
-		}
-		j.figures = append(j.figures, &FastFigure{Unit: r.Unit, Q: q, Tolerance: r.Tolerance.Amount, Better: direction(r.Better, -1)})
 	}
 	if len(j.figures) == 0 {
-		return nil, fmt.Errorf("the policy gates no TTFT percentile (ttft-pNN-sec, such as %s) with a relative tolerance in (0, 100%%): the paired verdict gates one at least", unitTTFT)
-	}
-	if r, ok := pol.rule(unitGoodput); ok {
-		if !r.Tolerance.Relative || !(r.Tolerance.Amount > 0 && r.Tolerance.Amount < 1) {
-			return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs a relative tolerance in (0, 100%%)", unitGoodput, r.Tolerance)
-		}
-		j.figures = append(j.figures, &FastFigure{Unit: unitGoodput, Tolerance: r.Tolerance.Amount, Better: direction(r.Better, 1)})
-	}
-	if r, ok := pol.rule(unitFailRatio); ok {
-		if r.Tolerance.Relative {
-			return nil, fmt.Errorf("the policy's %s tolerance %s: the paired verdict needs an absolute one (a share of the requests, such as +0)", unitFailRatio, r.Tolerance)
-		}
-		j.failGate, j.failTol = true, r.Tolerance.Amount
+		return nil, fmt.Errorf("the policy gates no TTFT or TPOT quantile (such as ttft-p50-sec) nor goodput with a relative tolerance in (0, 100%%): the paired verdict gates one at least")
 	}
 	j.split()
 	return j, nil
 }
 
-// ttftUnit matches the TTFT percentile units the paired verdict gates.
-var ttftUnit = regexp.MustCompile(`^ttft-p([1-9][0-9]?)-sec$`)
+// notJudgedWhy says why the paired verdict does not judge unit.
+func notJudgedWhy(unit string) string {
+	switch {
+	case strings.ContainsAny(unit, "*?["):
+		return "a pattern: the paired verdict judges named units only (ttft-p50-sec, tpot-p50-sec, ...)"
+	case unit == "max-rate-req/s":
+		return "one figure per run (a capacity search), not request by request; servegate gate judges it on the benchfmt files"
+	case strings.HasPrefix(unit, "server-"):
+		return "the server's counters, one figure per run, not request by request; servegate gate judges it on the benchfmt files"
+	}
+	return "the detailed result files carry no request-by-request value the paired verdict reads for it; servegate gate judges it on the benchfmt files"
+}
+
+// quantileUnit matches the per-request quantile units the paired
+// verdict gates: ttft-pNN-sec and tpot-pNN-sec.
+var quantileUnitRE = regexp.MustCompile(`^(ttft|tpot)-p([1-9][0-9]?)-sec$`)
+
+// quantileUnit returns the metric and quantile of a ttft-pNN-sec or
+// tpot-pNN-sec unit ("tpot", 0.5 for tpot-p50-sec), false for any other.
+func quantileUnit(unit string) (metric string, q float64, ok bool) {
+	m := quantileUnitRE.FindStringSubmatch(unit)
+	if m == nil {
+		return "", 0, false
+	}
+	n, _ := strconv.Atoi(m[2])
+	return m[1], float64(n) / 100, true
+}
 
 // ttftQuantile returns the quantile of a ttft-pNN-sec unit (0.99 for
 // ttft-p99-sec), false for any other unit or pattern.
 func ttftQuantile(unit string) (float64, bool) {
-	m := ttftUnit.FindStringSubmatch(unit)
-	if m == nil {
-		return 0, false
-	}
-	n, _ := strconv.Atoi(m[1])
-	return float64(n) / 100, true
+	m, q, ok := quantileUnit(unit)
+	return q, ok && m == "ttft"
 }
 
 // direction is b, or def when b is 0.
@@ -157,7 +196,7 @@ func (j *FastJudge) split() {
 // Figures returns the sequential figures and their state.
 func (j *FastJudge) Figures() []*FastFigure { return j.figures }
 
-// Done reports whether the verdict is decided (or undecided at the cap).
+// Done reports whether the verdict is decided (or the run too noisy to judge).
 func (j *FastJudge) Done() bool { return j.Decision != Continue }
 
 // Add judges one more pair and returns a line that describes it. An
@@ -172,13 +211,21 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 	j.Pairs++
 	k := j.Pairs
 	if j.goodput == nil {
-		g := run.Goodput
-		j.goodput = &g
+		g, tp := run.Goodput, run.TPOT
+		j.goodput, j.tpot = &g, &tp
 		if !g {
-			j.dropGoodput()
+			j.drop(func(f *FastFigure) bool { return f.Unit == unitGoodput }, "the runs report no goodput (the scenario declares no SLOs)")
+		}
+		if !tp {
+			j.drop(func(f *FastFigure) bool { return f.Metric == "tpot" }, "the result files carry no latencies and output_lens, request by request, to compute TPOT from")
 		}
 	} else if *j.goodput != run.Goodput {
 		return "", fmt.Errorf("pair %d: reports goodput while pair 1 does not, or the other way round: pairs of one scenario must have the same SLOs", k)
+	} else if *j.tpot != run.TPOT {
+		return "", fmt.Errorf("pair %d: reports latencies and output lengths while pair 1 does not, or the other way round: pairs of one scenario must come from one servegate", k)
+	}
+	if len(j.figures) == 0 && !j.failGate {
+		return "", fmt.Errorf("pair %d: no figure of the policy can be judged on these runs: %s", k, j.notJudgedText())
 	}
 	var line strings.Builder
 	fmt.Fprintf(&line, "pair %d:", k)
@@ -203,14 +250,17 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 	}
 	for _, f := range j.figures {
 		if f.Look.Decision != Continue && len(f.Estimates) > 0 {
-			fmt.Fprintf(&line, "; %s decided", f.Unit)
+			fmt.Fprintf(&line, " %s decided;", f.Unit)
 			continue // decided: its later pairs are not read
 		}
 		var e PairEstimate
 		var note string
 		switch f.Unit {
-		default: // a TTFT percentile
+		default: // a TTFT or TPOT quantile
 			pairs, dropped := win.ttftPairs()
+			if f.Metric == "tpot" {
+				pairs, dropped = win.tpotPairs()
+			}
 			if e, err = BootstrapPair(pairs, f.Q, j.reps, 0, j.rng); err != nil {
 				if failed := j.failVerdict(); failed {
 					return line.String(), nil
@@ -220,7 +270,11 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 				}
 				return "", fmt.Errorf("pair %d: %s: %w", k, f.Unit, err)
 			}
-			note = fmt.Sprintf(" p%s TTFT %s (±%.1f%%), %d request pairs, %d left out (failed), block %d", strconv.FormatFloat(100*f.Q, 'f', -1, 64), pct(math.Expm1(e.D)), 100*e.SE, e.Requests, dropped, e.Block)
+			why := "failed"
+			if f.Metric == "tpot" {
+				why = "failed, or one token"
+			}
+			note = fmt.Sprintf(" p%s %s %s (±%.1f%%), %d request pairs, %d left out (%s), block %d;", strconv.FormatFloat(100*f.Q, 'f', -1, 64), strings.ToUpper(f.Metric), pct(math.Expm1(e.D)), 100*e.SE, e.Requests, dropped, why, e.Block)
 		case unitGoodput:
 			e, err = BootstrapCount(win.goodPairs(), win.durationLogRatio(), j.reps, win.timeBlock(), j.rng)
 			if errors.Is(err, errNoHeadCount) {
@@ -231,7 +285,7 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("pair %d: goodput: %w", k, err)
 			}
-			note = fmt.Sprintf("; goodput %s (±%.1f%%)", pct(math.Expm1(e.D)), 100*e.SE)
+			note = fmt.Sprintf(" goodput %s (±%.1f%%);", pct(math.Expm1(e.D)), 100*e.SE)
 		}
 		line.WriteString(note)
 		f.Estimates = append(f.Estimates, e)
@@ -242,25 +296,37 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 		}
 	}
 	if j.failGate {
-		fmt.Fprintf(&line, "; failures base %d, head %d (of %d)", j.FailBase, j.FailHead, j.Total)
+		fmt.Fprintf(&line, " failures base %d, head %d (of %d);", j.FailBase, j.FailHead, j.Total)
 	}
 	if j.failVerdict() {
-		return line.String(), nil
+		return strings.TrimSuffix(line.String(), ";"), nil
 	}
 	j.decide()
-	return line.String(), nil
+	return strings.TrimSuffix(line.String(), ";"), nil
 }
 
-// dropGoodput stops gating goodput: the runs report none (no SLOs).
-func (j *FastJudge) dropGoodput() {
+// drop stops gating the figures that match, which the runs cannot
+// judge, and lists them in NotJudged with why.
+func (j *FastJudge) drop(match func(*FastFigure) bool, why string) {
 	kept := j.figures[:0]
 	for _, f := range j.figures {
-		if f.Unit != unitGoodput {
-			kept = append(kept, f)
+		if match(f) {
+			j.NotJudged = append(j.NotJudged, NotJudged{f.Unit, why})
+			continue
 		}
+		kept = append(kept, f)
 	}
 	j.figures = kept
 	j.split()
+}
+
+// notJudgedText lists the rules not judged, with why, on one line.
+func (j *FastJudge) notJudgedText() string {
+	var parts []string
+	for _, n := range j.NotJudged {
+		parts = append(parts, n.Unit+": "+n.Why)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // failVerdict runs the failure test on the pairs read so far and, on a
@@ -281,36 +347,52 @@ func (j *FastJudge) failVerdict() bool {
 	return false
 }
 
-// decide sets the verdict from the figures' looks.
+// decide sets the verdict from the figures' looks. A regression of any
+// figure decides at once. Otherwise the verdict waits for every figure;
+// the design's last look decides each, so the cap always ends it: a
+// pass, or, when a figure's run was too noisy to judge, Undecided.
 func (j *FastJudge) decide() {
-	var open []string
-	var first string // the first open figure's state
+	var open, noisy []string
+	var first, firstNoisy string // the first open or noisy figure's state
+	var passes []string
 	for _, f := range j.figures {
 		switch f.Look.Decision {
 		case Regression:
 			j.Decision, j.Unit = Regression, f.Unit
 			j.Why = fmt.Sprintf("regression of %s after %d pairs: %s", f.Unit, j.Pairs, f.Look.Why)
 			return
-		case Continue, Undecided:
+		case Continue:
 			open = append(open, f.Unit)
 			if first == "" {
 				first = f.Look.Why
 			}
+		case Undecided:
+			noisy = append(noisy, f.Unit)
+			if firstNoisy == "" {
+				firstNoisy = f.Look.Why
+			}
+		case NoRegression:
+			c := f.Look.Closed
+			passes = append(passes, fmt.Sprintf("%s rules out %s above %s", f.Unit, slowdowns(f.Better), worse(c.Upper, f.Better)))
 		}
 	}
 	switch {
-	case len(open) == 0:
+	case len(open) > 0 && j.Pairs < j.design.MaxPairs:
+		j.Decision = Continue
+		j.Why = fmt.Sprintf("%s not decided after %d pairs (%s)", strings.Join(open, ", "), j.Pairs, first)
+	case len(open) > 0:
+		// Unreachable: the design's last look decides every figure.
+		j.Decision = Undecided
+		j.Why = fmt.Sprintf("cannot judge: %s open at the cap of %d pairs", strings.Join(open, ", "), j.Pairs)
+	case len(noisy) > 0:
+		j.Decision = Undecided
+		j.Why = fmt.Sprintf("%s: %s", strings.Join(noisy, ", "), firstNoisy)
+	default:
 		j.Decision = NoRegression
-		j.Why = fmt.Sprintf("no regression after %d pairs: every gated figure decided", j.Pairs)
+		j.Why = fmt.Sprintf("no regression after %d pairs (95%% bounds: %s)", j.Pairs, strings.Join(passes, "; "))
 		if j.failGate {
 			j.Why += fmt.Sprintf(", and no significant rise of %s (base %d, head %d failed of %d)", unitFailRatio, j.FailBase, j.FailHead, j.Total)
 		}
-	case j.Pairs >= j.design.MaxPairs:
-		j.Decision = Undecided
-		j.Why = fmt.Sprintf("undecided: capped at %d pairs with %s undecided (%s)", j.Pairs, strings.Join(open, ", "), first)
-	default:
-		j.Decision = Continue
-		j.Why = fmt.Sprintf("%s not decided after %d pairs (%s)", strings.Join(open, ", "), j.Pairs, first)
 	}
 }
 
@@ -320,7 +402,7 @@ func (j *FastJudge) FigureLines() []string {
 	var out []string
 	for _, f := range j.figures {
 		l := f.Look
-		word := "UNDECIDED"
+		word := "CANNOT JUDGE"
 		switch l.Decision {
 		case Continue:
 			word = "OPEN" // not decided when the verdict stopped, or yet
@@ -343,6 +425,9 @@ func (j *FastJudge) FigureLines() []string {
 		out = append(out, fmt.Sprintf("%s %s: base %d, head %d failed of %d requests; %d on head only, %d on base only, over %d pairs",
 			word, unitFailRatio, j.FailBase, j.FailHead, j.Total, j.OnlyHead, j.OnlyBase, j.Pairs))
 	}
+	for _, n := range j.NotJudged {
+		out = append(out, fmt.Sprintf("NOT JUDGED %s: %s", n.Unit, n.Why))
+	}
 	return out
 }
 
@@ -351,7 +436,7 @@ func (j *FastJudge) FigureLines() []string {
 // stopped, then a row per gated figure.
 func (j *FastJudge) Markdown() string {
 	var b strings.Builder
-	word := map[Decision]string{NoRegression: "✅ no regression", Regression: "❌ regression", Undecided: "⚠️ undecided (exit 2)", Continue: "⚠️ not decided yet (exit 2)"}[j.Decision]
+	word := map[Decision]string{NoRegression: "✅ no regression", Regression: "❌ regression", Undecided: "⚠️ cannot judge (exit 2)", Continue: "⚠️ not decided yet (exit 2)"}[j.Decision]
 	fmt.Fprintf(&b, "**%s** after %d pair(s): %s\n\n", word, j.Pairs, mdEscape(j.Why))
 	b.WriteString("| figure | verdict | pairs | change (± standard error) | why it stopped |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range j.figures {
@@ -369,6 +454,9 @@ func (j *FastJudge) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %d | base %d, head %d of %d | %d failed on head only, %d on base only |\n",
 			unitFailRatio, v, j.Pairs, j.FailBase, j.FailHead, j.Total, j.OnlyHead, j.OnlyBase)
+	}
+	for _, n := range j.NotJudged {
+		fmt.Fprintf(&b, "| `%s` | not judged | | | %s |\n", mdEscape(n.Unit), mdEscape(n.Why))
 	}
 	return b.String()
 }

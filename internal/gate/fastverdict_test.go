@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -23,6 +24,11 @@ type pairOpts struct {
 	HeadLoseGood float64
 	// HeadFails fails this many more requests of head per pair.
 	HeadFails int
+	// TPOT writes latencies and output lengths (64 tokens), so that the
+	// files carry TPOT: a fifth of the request's TTFT per token, times
+	// HeadTPOT on head's side (a decode slowdown; 0 means 1).
+	TPOT     bool
+	HeadTPOT float64
 }
 
 // writePairRuns writes the detailed result files of paired runs of m with
@@ -60,6 +66,18 @@ func writePairRuns(t *testing.T, m noiseModel, effect float64, pairs int, seed u
 			}
 			const duration = 40.0
 			js := map[string]any{"ttfts": ttfts, "errors": errs, "start_times": sched, "scheduled_times": sched, "duration": duration}
+			if o.TPOT {
+				const out = 64
+				lat, outs := make([]float64, n), make([]int, n)
+				for i, p := range run {
+					tpot := p.Base / 5
+					if side == "head" {
+						tpot = p.Head / 5 * cmp.Or(o.HeadTPOT, 1)
+					}
+					lat[i], outs[i] = ttfts[i]+tpot*(out-1), out
+				}
+				js["latencies"], js["output_lens"] = lat, outs
+			}
 			if o.SLO > 0 {
 				js["request_goodput"] = float64(count) / duration
 				js["goodput_met"] = good
@@ -84,11 +102,13 @@ func TestMainSequentialFigures(t *testing.T) {
 		code int
 		out  string
 	}{
-		{"clean with goodput", writePairRuns(t, lowNoise, 0, 8, 1, slo), ExitPass, "verdict: no regression after 3 pairs: every gated figure decided"},
+		{"clean with goodput", writePairRuns(t, lowNoise, 0, 8, 1, slo), ExitPass, "verdict: no regression after 4 pairs (95% bounds: ttft-p50-sec rules out slowdowns above"},
+		{"TPOT judged", writePairRuns(t, lowNoise, 0, 8, 1, pairOpts{SLO: 0.06, TPOT: true}), ExitPass, "PASS tpot-p50-sec: "},
+		{"decode slower alone", writePairRuns(t, lowNoise, 0, 8, 1, pairOpts{SLO: 0.06, TPOT: true, HeadTPOT: 1.08}), ExitRegression, "verdict: regression of tpot-p50-sec after 3 pairs"},
 		{"goodput regression alone", writePairRuns(t, lowNoise, 0, 8, 2, pairOpts{SLO: 0.06, HeadLoseGood: 0.10}), ExitRegression, "verdict: regression of goodput-req/s after"},
 		{"failures on head", writePairRuns(t, lowNoise, 0, 8, 3, pairOpts{HeadFails: 12}), ExitRegression, "verdict: regression of fail-ratio after 1 pairs"},
 		{"a few failures are noise", writePairRuns(t, lowNoise, 0, 8, 4, pairOpts{HeadFails: 2}), ExitPass, "PASS fail-ratio: base 3, head 9 failed of 600 requests"},
-		{"steady-state window", append([]string{"-steady-state", "0.1"}, writePairRuns(t, lowNoise, 0, 8, 5, slo)...), ExitPass, "pair 1: p99 TTFT +5.56% (±2.4%), 158 request pairs, 0 left out (failed)"},
+		{"steady-state window", append([]string{"-steady-state", "0.1"}, writePairRuns(t, lowNoise, 0, 8, 5, slo)...), ExitPass, "p99 TTFT +5.56% (±2.4%), 158 request pairs, 0 left out (failed)"},
 		{"window past its limit", append([]string{"-steady-state", "0.5"}, writePairRuns(t, lowNoise, 0, 3, 6, slo)...), ExitBadInput, "steady-state window 0.5: want a fraction of the schedule in [0, 0.4]"},
 		{"goodput on one side only", append(writePairRuns(t, lowNoise, 0, 1, 7, slo)[:1], writePairRuns(t, lowNoise, 0, 1, 7, pairOpts{})[1]), ExitBadInput, "only one side reports request_goodput"},
 	}
@@ -115,7 +135,7 @@ func TestMainSequentialMarkdown(t *testing.T) {
 	data, err := os.ReadFile(md)
 	require.NoError(t, err)
 	t.Logf("%s", data)
-	require.Contains(t, string(data), "**❌ regression** after 3 pair(s): regression of ttft-p99-sec after 3 pairs")
+	require.Contains(t, string(data), "**❌ regression** after 3 pair(s): regression of ttft-p50-sec after 3 pairs")
 	require.Contains(t, string(data), "| `ttft-p99-sec` | regression | 3 | +2")
 	require.Contains(t, string(data), "| `fail-ratio` | no significant rise | 3 | base 3, head 3 of 600 |")
 }
@@ -241,7 +261,7 @@ func TestFastJudgeErrors(t *testing.T) {
 	require.ErrorContains(t, err, "steady-state window 0.5")
 	noTTFT := &Policy{Rules: []Rule{{Unit: unitFailRatio}}}
 	_, err = NewFastJudge(DefaultSequential(), noTTFT, 0, 0, nil)
-	require.ErrorContains(t, err, "the policy gates no TTFT percentile (ttft-pNN-sec")
+	require.ErrorContains(t, err, "the policy gates no TTFT or TPOT quantile")
 	p90 := &Policy{Rules: []Rule{{Unit: "ttft-p90-sec", Tolerance: Tolerance{Amount: 0.05, Relative: true}}}}
 	j, err := NewFastJudge(DefaultSequential(), p90, 0, 0, nil)
 	require.NoError(t, err, "a policy may gate another TTFT percentile: the figure keeps its meaning")
@@ -265,5 +285,18 @@ func TestFastJudgeErrors(t *testing.T) {
 	require.ErrorContains(t, err, "goodput-req/s tolerance 1: the paired verdict needs a relative tolerance")
 	j, err = NewFastJudge(DefaultSequential(), pol, 0, 0, nil)
 	require.NoError(t, err)
-	require.InDelta(t, 0.01/3, j.alphaOne, 1e-15, "alpha split between ttft, goodput and fail-ratio")
+	require.InDelta(t, 0.01/5, j.alphaOne, 1e-15, "alpha split between the two medians, p99 TTFT, goodput and fail-ratio")
+	for unit, want := range map[string]float64{"tpot-p50-sec": 0.5, "tpot-p90-sec": 0.9} {
+		m, q, ok := quantileUnit(unit)
+		require.True(t, ok, unit)
+		require.Equal(t, "tpot", m, unit)
+		require.Equal(t, want, q, unit)
+	}
+	var units []string
+	for _, n := range j.NotJudged {
+		units = append(units, n.Unit)
+		require.NotEmpty(t, n.Why, n.Unit)
+	}
+	require.Equal(t, []string{"max-rate-req/s", "ttfc-p99-sec", "broken-tool-call-ratio", "server-spec-accept-ratio", "server-spec-accept-len-tokens", "ttft-later-p99-sec"}, units,
+		"every rule of the default policy is judged or listed with why")
 }

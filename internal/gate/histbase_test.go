@@ -184,9 +184,9 @@ func TestStoreBaselineFailsClosed(t *testing.T) {
 		code  int
 		want  string // in stdout (pass, fail) or stderr (exit 2)
 	}{
-		{"clean head passes", []storedAdd{good}, nil, nil, func(t *testing.T) []string { return today(t, 2, 8, 0, 0) }, ExitPass, "PASS ttft-p99-sec: "},
-		{"slower head fails", []storedAdd{good}, nil, nil, func(t *testing.T) []string { return today(t, 2, 8, 0, 0.25) }, ExitRegression, "FAIL ttft-p99-sec: "},
-		{"baseline of the pull request's base", []storedAdd{good}, nil, []string{"-base-commit", "c1"}, func(t *testing.T) []string { return today(t, 2, 8, 0, 0.25) }, ExitRegression, "FAIL ttft-p99-sec: "},
+		{"clean head passes", []storedAdd{good}, nil, nil, func(t *testing.T) []string { return today(t, 2, 8, 0, 0) }, ExitPass, "PASS ttft-p50-sec: "},
+		{"slower head fails", []storedAdd{good}, nil, nil, func(t *testing.T) []string { return today(t, 2, 8, 0, 0.25) }, ExitRegression, "FAIL ttft-p50-sec: "},
+		{"baseline of the pull request's base", []storedAdd{good}, nil, []string{"-base-commit", "c1"}, func(t *testing.T) []string { return today(t, 2, 8, 0, 0.25) }, ExitRegression, "FAIL ttft-p50-sec: "},
 		{"missing: no run of the scenario", with(func(a *storedAdd) {}), nil, nil, func(t *testing.T) []string {
 			f := filepath.Join(t.TempDir(), "h.json")
 			require.NoError(t, os.WriteFile(f, storeResult(t, "other", "v1", tr.run(0), tr.sched, nil), 0o644))
@@ -287,9 +287,9 @@ func TestCheckDrift(t *testing.T) {
 		detected bool
 		want     string
 	}{
-		{"none", []PairEstimate{{D: 0.01, SE: 0.02}, {D: -0.005, SE: 0.02}}, false, "no drift: today's base is within ±2.47% of the stored baseline in p99 TTFT, +0.25% (±1.4%) over 2 fresh base run(s), not significant"},
+		{"none", []PairEstimate{{D: 0.01, SE: 0.02}, {D: -0.005, SE: 0.02}}, false, "no drift: today's base is within ±2.47% of the stored baseline in median TTFT, +0.25% (±1.4%) over 2 fresh base run(s), not significant"},
 		{"past the limit", []PairEstimate{{D: 0.03, SE: 0.05}, {D: 0.03, SE: 0.05}}, true, "past the drift limit of ±2.47%"},
-		{"past the limit, faster", []PairEstimate{{D: -0.03, SE: 0.05}}, true, "by -2.96% (±5.0%) over 1 fresh base run(s) in p99 TTFT, past the drift limit"},
+		{"past the limit, faster", []PairEstimate{{D: -0.03, SE: 0.05}}, true, "by -2.96% (±5.0%) over 1 fresh base run(s) in median TTFT, past the drift limit"},
 		{"significant", []PairEstimate{{D: 0.02, SE: 0.005}, {D: 0.02, SE: 0.005}}, true, "significantly (more than 1.96 standard errors)"},
 		{"spread from 3 runs", []PairEstimate{{D: 0.02, SE: 0.001}, {D: 0.021, SE: 0.001}, {D: 0.019, SE: 0.001}}, true, "significantly"},
 		{"spread hides it", []PairEstimate{{D: 0.05, SE: 0.001}, {D: -0.04, SE: 0.001}, {D: 0.02, SE: 0.001}}, false, "no drift"},

@@ -43,7 +43,7 @@ func TestHistoryStore(t *testing.T) {
 	// Commit ids run backwards (z016 is the oldest): order is by time.
 	step := func(i int) float64 {
 		if i >= 8 {
-			return 0.033 * 1.12
+			return 0.033 * 1.20
 		}
 		return 0.033
 	}

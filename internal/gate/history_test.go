@@ -46,10 +46,11 @@ func runHistoryMain(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestHistoryFindsTheCommit(t *testing.T) {
-	// p99 TTFT 33 ms, 12% worse from the 9th commit on.
+	// p99 TTFT 33 ms, 20% worse from the 9th commit on (past the 15%
+	// tolerance).
 	dir := writeHistory(t, 16, func(i int) float64 {
 		if i >= 8 {
-			return 0.033 * 1.12
+			return 0.033 * 1.20
 		}
 		return 0.033
 	}, nil)
@@ -72,7 +73,7 @@ func TestHistoryFindsTheCommit(t *testing.T) {
 	require.NotNil(t, ttft)
 	require.Len(t, ttft.Changes, 1)
 	assert.Equal(t, "0009-c009", ttft.Changes[0].Commit)
-	assert.InDelta(t, 0.12, ttft.Changes[0].Change, 0.03)
+	assert.InDelta(t, 0.20, ttft.Changes[0].Change, 0.03)
 	assert.Equal(t, changeRegression, ttft.Changes[0].Kind)
 }
 

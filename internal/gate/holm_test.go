@@ -33,10 +33,23 @@ func TestHolmChangesVerdict(t *testing.T) {
 	base := write("base.txt", []float64{0.100, 0.101, 0.102, 0.103, 0.105, 0.107, 0.112})
 	head := write("head.txt", []float64{0.104, 0.106, 0.111, 0.113, 0.114, 0.115, 0.116})
 
+	pol := p99Policy5(t)
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, ExitRegression, Main(context.Background(), []string{base, head}, &stdout, &stderr), stdout.String()+stderr.String())
+	assert.Equal(t, ExitRegression, Main(context.Background(), []string{"-policy", pol, base, head}, &stdout, &stderr), stdout.String()+stderr.String())
 	assert.Contains(t, stdout.String(), "FAIL: regression: +9.71%, beyond tolerance +5% (p=0.017)")
 	stdout.Reset()
-	assert.Equal(t, ExitPass, Main(context.Background(), []string{"-holm", base, head}, &stdout, &stderr), stdout.String()+stderr.String())
+	assert.Equal(t, ExitPass, Main(context.Background(), []string{"-policy", pol, "-holm", base, head}, &stdout, &stderr), stdout.String()+stderr.String())
 	assert.Contains(t, stdout.String(), "+9.71% (p=0.017 n=7)  PASS: no significant change (Holm-adjusted p=0.105 > α=0.05)")
+}
+
+// p99Policy5 writes the default policy with ttft-p99-sec at 5%, the
+// default before the medians were gated, for the tests whose crafted
+// inputs report p99 TTFT alone, and returns its path.
+func p99Policy5(tb testing.TB) string {
+	tb.Helper()
+	yaml := strings.Replace(DefaultPolicyYAML, "ttft-p99-sec: 15%", "ttft-p99-sec: 5% ", 1)
+	require.NotEqual(tb, DefaultPolicyYAML, yaml)
+	file := filepath.Join(tb.TempDir(), "policy.yaml")
+	require.NoError(tb, os.WriteFile(file, []byte(yaml), 0o644))
+	return file
 }

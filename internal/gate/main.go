@@ -85,7 +85,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
 	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")
 	history := fs.String("history", "", "change-point detection over a results store or the result files in `dir`, one per commit of main, in name order (alpha 0.01 unless -alpha is given)")
-	sequential := fs.Bool("sequential", false, "fast paired verdict on p99 TTFT, goodput and fail-ratio: the arguments are the detailed result files BASE1 HEAD1 BASE2 HEAD2 ... of one scenario's pairs, in pair order; block bootstrap at the request, SPRT across pairs, undecided at the cap is exit 2 (docs/verdicts.md)")
+	sequential := fs.Bool("sequential", false, "fast paired verdict on median TTFT and TPOT, p99 TTFT, goodput and fail-ratio: the arguments are the detailed result files BASE1 HEAD1 BASE2 HEAD2 ... of one scenario's pairs, in pair order; block bootstrap at the request, a closed sequential design across pairs whose last look decides; exit 2 only for bad input or a run too noisy to judge (docs/verdicts.md)")
 	steady := fs.Float64("steady-state", 0, "with -sequential: judge only the requests scheduled after the first and before the last `fraction` of the schedule (0 to 0.4; 0: every request)")
 	runner := fs.String("runner", "", "with -history on a results store: the runner `type` whose commits are read (needed when it holds several); with -baseline-store: the runner type head ran on (required)")
 	var sf storeFlags

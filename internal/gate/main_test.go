@@ -143,11 +143,11 @@ func TestMainVerdictRows(t *testing.T) {
 		wantVerd   Verdict
 		wantReason string
 	}{
-		{"regression", pair("regression"), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Fail, "regression: +27.82%, beyond tolerance +5% (p=0.000)"},
+		{"regression", pair("regression"), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Fail, "regression: +27.82%, beyond tolerance +15% (p=0.000)"},
 		{"noise", pair("noise"), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Pass, "no significant change (p=0.853 > α=0.05)"},
 		{"improvement", pair("improvement"), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Pass, "better: -20.14% (p=0.000)"},
 		{"improvement-goodput", pair("improvement"), "Scenarios/scenario=chat-poisson", "goodput-req/s", Pass, "better: +10.46% (p=0.000)"},
-		{"within", pair("within"), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Pass, "worse: +2.85%, within tolerance +5% (p=0.000)"},
+		{"within", pair("within"), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Pass, "worse: +2.85%, within tolerance +15% (p=0.000)"},
 		{"absolute", args([]string{"-policy", "testdata/policy/absolute.yaml"}, pair("regression")), "Scenarios/scenario=chat-poisson", "ttft-p99-sec", Pass,
 			"worse: +27.26m ttft-p99-sec, within tolerance +0.05 (p=0.000)"},
 		{"mismatched", pair("mismatched"), "Scenarios/scenario=burst", "ttft-p99-sec", Error, "only in base"},
@@ -187,7 +187,7 @@ func TestMainOutputs(t *testing.T) {
 	mdText, err := os.ReadFile(md)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(mdText), "### ❌ servegate gate: FAIL: 1 regression(s)"), string(mdText))
-	assert.Contains(t, string(mdText), "| `Scenarios/scenario=chat-poisson` | `target=sim model=sim-tiny` | `ttft-p99-sec` (+5%) | 97.96m ± 4% | 125.22m ± 2% | +27.82% (p=0.000 n=10) | ❌ regression: +27.82%, beyond tolerance +5% (p=0.000) |")
+	assert.Contains(t, string(mdText), "| `Scenarios/scenario=chat-poisson` | `target=sim model=sim-tiny` | `ttft-p99-sec` (+15%) | 97.96m ± 4% | 125.22m ± 2% | +27.82% (p=0.000 n=10) | ❌ regression: +27.82%, beyond tolerance +15% (p=0.000) |")
 	var rep Report
 	jsText, err := os.ReadFile(js)
 	require.NoError(t, err)

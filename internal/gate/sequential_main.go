@@ -10,13 +10,15 @@ import (
 // mainSequential is "gate -sequential BASE1 HEAD1 [BASE2 HEAD2 ...]":
 // the detailed result files (--save-detailed JSON) of one scenario's
 // paired runs, in the order the pairs ran, judged by the fast paired
-// verdict (FastJudge with DefaultSequential: p99 TTFT and goodput by the
-// SPRT on block-bootstrapped pairs, fail-ratio by a sign test;
+// verdict (FastJudge with DefaultSequential: the TTFT and TPOT quantiles
+// and goodput by the closed sequential design on block-bootstrapped
+// pairs, fail-ratio by a sign test;
 // docs/verdicts.md) on the steady-state window steady (0: every
 // request). It stops at the first pair that decides; files after it are
-// not read. Exit 0 no regression, 1 regression, 2 bad input, undecided
-// at the cap, or not decided yet with the pairs given (the message says
-// which, and how many pairs more the cap allows). The bootstrap's
+// not read. Exit 0 no regression, 1 regression, 2 bad input, an invalid
+// or interrupted run, a run too noisy to judge at the cap, or not
+// decided yet with the pairs given (the message says which, and how
+// many pairs more the cap allows). The bootstrap's
 // generator is seeded constantly, so the same files give the same
 // verdict. mdFile, when set, gets the verdict as Markdown.
 func mainSequential(files []string, pol *Policy, steady float64, mdFile string, stdout io.Writer, fail func(error) int) int {

@@ -36,14 +36,17 @@ func TestSequentialDecide(t *testing.T) {
 		{"clear regression", est(0.01, 0.1, 0.1, 0.1), -1, Regression, "regression: +10.52%"},
 		{"clean", est(0.01, 0, 0.001, -0.001), -1, NoRegression, "no regression"},
 		{"improvement passes", est(0.01, -0.1, -0.1, -0.1), -1, NoRegression, "no regression"},
-		{"noisy continues", est(0.05, 0.02, 0.03, 0.02), -1, Continue, "in ("},
-		{"noisy at the cap is undecided", est(0.08, 0.02, 0.03, 0.02, 0.02, 0.03, 0.02, 0.02, 0.03), -1, Undecided, "an invalid run, not a pass"},
+		{"noisy continues", est(0.05, 0.02, 0.03, 0.02), -1, Continue, "neither a regression"},
+		// The last look decides: a change short of significance passes,
+		// and says what the pairs rule out.
+		{"the cap passes", est(0.042, 0.025, 0.025, 0.025, 0.025, 0.025, 0.025, 0.025, 0.025), -1, NoRegression, "no regression ≥ 5.00% shown: +2.53% (±1.5%) over 8 pairs (the cap); this run rules out slowdowns above 5.1% (95%)"},
+		{"too noisy at the cap", est(0.08, 0.02, 0.03, 0.02, 0.02, 0.03, 0.02, 0.02, 0.03), -1, Undecided, "more than twice the tolerance of +5.00%. Remedies: more requests per run, a quieter runner, or a larger tolerance"},
 		// goodput: higher is better, so a drop is the regression.
 		{"higher is better: a drop fails", est(0.01, -0.1, -0.1, -0.1), 1, Regression, "regression"},
-		{"higher is better: a rise passes", est(0.01, 0.1, 0.1, 0.1), 1, NoRegression, "against a -5.00% regression"},
+		{"higher is better: a rise passes", est(0.01, 0.1, 0.1, 0.1), 1, NoRegression, "rules out drops above"},
 		// The spread between pairs guards what the bootstrap cannot see:
 		// tiny standard errors, but pairs that disagree.
-		{"spread between pairs keeps it open", est(0.001, 0.15, -0.1, 0.05), -1, Continue, "in ("},
+		{"spread between pairs keeps it open", est(0.001, 0.15, -0.1, 0.05), -1, Continue, "neither a regression"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +64,9 @@ func TestSequentialDecide(t *testing.T) {
 // open with it (the spread of 3 pairs counted at t with 2 df).
 func TestSequentialStudentSpread(t *testing.T) {
 	s := DefaultSequential()
-	pairs := est(0.001, 0.08, 0.10, 0.12)
+	require.True(t, s.StudentSpread)
+	s.StudentSpread = false
+	pairs := est(0.001, 0.04, 0.08, 0.12)
 	l, err := s.Decide(pairs, 0.05, -1)
 	require.NoError(t, err)
 	require.Equal(t, Regression, l.Decision, l.Why)

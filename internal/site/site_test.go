@@ -17,7 +17,7 @@ import (
 const commitURL = "https://github.com/o/r/commit/{commit}"
 
 func TestWrite(t *testing.T) {
-	st := synth{scenarios: 2, commits: 40, stepAt: 25, step: 0.10, stepScenarios: 1}.build(t, filepath.Join(t.TempDir(), "store"))
+	st := synth{scenarios: 2, commits: 40, stepAt: 25, step: 0.20, stepScenarios: 1}.build(t, filepath.Join(t.TempDir(), "store"))
 	out := filepath.Join(t.TempDir(), "site")
 	sum, err := Write(context.Background(), Config{Store: st, Out: out, CommitURL: commitURL})
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func TestWrite(t *testing.T) {
 	sec := section(t, page, id)
 	assert.Contains(t, sec, `data-points="40"`)
 	assert.Regexp(t, `data-commit="`+commitID(25)+`"`, sec)
-	assert.Regexp(t, `\+(9|10|11)\.\d% regression`, sec)
+	assert.Regexp(t, `\+(19|20|21)\.\d% regression`, sec)
 	assert.Contains(t, sec, `href="https://github.com/o/r/commit/`+commitID(0)+`"`)
 	assert.Equal(t, 40, strings.Count(sec, `class="pt"`))
 	assert.Contains(t, sec, "open shift")
