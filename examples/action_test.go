@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -186,8 +187,9 @@ func readOutputs(t *testing.T, path string) map[string]string {
 	return out
 }
 
-// fakeGitHub is the part of GitHub's REST API that the comment uses: a
-// pull request's comments, listed, created and updated.
+// fakeGitHub is the part of GitHub's API that the comment uses, as an
+// Actions token sees it: GET /user refused, GraphQL's viewer the bot, and
+// a pull request's comments, listed, created and updated.
 type fakeGitHub struct {
 	mu       sync.Mutex
 	comments []string
@@ -196,11 +198,18 @@ type fakeGitHub struct {
 func (g *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	bot := map[string]any{"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/user":
+		http.Error(w, `{"message":"Resource not accessible by integration"}`, http.StatusForbidden)
+	case r.Method == http.MethodPost && r.URL.Path == "/graphql":
+		_, _ = io.WriteString(w, `{"data":{"viewer":{"login":"github-actions"}}}`)
 	case r.Method == http.MethodGet:
-		var list []map[string]any
-		for i, c := range g.comments {
-			list = append(list, map[string]any{"id": i + 1, "body": c})
+		list := []map[string]any{}
+		if r.URL.Query().Get("page") == "1" {
+			for i, c := range g.comments {
+				list = append(list, map[string]any{"id": i + 1, "body": c, "user": bot})
+			}
 		}
 		_ = json.NewEncoder(w).Encode(list)
 	case r.Method == http.MethodPost || r.Method == http.MethodPatch:
@@ -211,7 +220,7 @@ func (g *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			g.comments[len(g.comments)-1] = body.Body
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": len(g.comments)})
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": len(g.comments), "user": bot})
 	default:
 		http.Error(w, "unexpected", http.StatusBadRequest)
 	}
