@@ -137,7 +137,11 @@ func WriteBMF(w io.Writer, p Point) error {
 // benchmark's, named by unit alone. Otava needs a number in every cell,
 // so a commit missing a column, or one that ran another version of a
 // benchmark's scenario than the newest commit, is left out with a note.
-// It returns the metric columns and the notes.
+// A name or commit that a spreadsheet would read as a formula (it starts
+// with =, +, -, @, a tab or a carriage return) is written after a
+// single quote, as OWASP advises against CSV injection; the figures,
+// which servegate writes, are left as they are.
+// It returns the metric columns (as written) and the notes.
 func WriteCSV(w io.Writer, pts []Point, benchmark string) ([]string, []string, error) {
 	newest := pts[len(pts)-1]
 	type col struct{ bench, unit, name string }
@@ -173,15 +177,15 @@ func WriteCSV(w io.Writer, pts []Point, benchmark string) ([]string, []string, e
 	header := []string{"time", "commit"}
 	var names []string
 	for _, c := range cols {
-		header = append(header, c.name)
-		names = append(names, c.name)
+		header = append(header, cellSafe(c.name))
+		names = append(names, cellSafe(c.name))
 	}
 	if err := cw.Write(header); err != nil {
 		return nil, nil, fmt.Errorf("write csv: %w", err)
 	}
 	var notes []string
 	for _, p := range pts {
-		row := []string{p.Time.UTC().Format("2006-01-02 15:04:05 -0700"), p.Commit}
+		row := []string{p.Time.UTC().Format("2006-01-02 15:04:05 -0700"), cellSafe(p.Commit)}
 		why := ""
 		for _, c := range cols {
 			vs := p.Values[c.bench][c.unit]
@@ -209,6 +213,14 @@ func WriteCSV(w io.Writer, pts []Point, benchmark string) ([]string, []string, e
 		return nil, nil, fmt.Errorf("write csv: %w", err)
 	}
 	return names, notes, nil
+}
+
+// cellSafe neutralises a text cell a spreadsheet would run as a formula.
+func cellSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // scenario is a benchmark's scenario= name part, else its name.

@@ -197,3 +197,37 @@ func TestCSVColumnsUnique(t *testing.T) {
 		assert.Equal(t, want, rows[2][2+i], c)
 	}
 }
+
+// TestCSVNamesNeverFormulas: scenario names a spreadsheet would run as
+// formulas are written after a single quote; negative figures are not
+// touched.
+func TestCSVNamesNeverFormulas(t *testing.T) {
+	st, err := store.Create(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	names := []string{`=HYPERLINK("evil.example")`, "+cmd|calc", "-2+3", "@SUM(A1)", "plain"}
+	for i := 1; i <= 2; i++ {
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "BenchmarkScenarios/scenario=%s 1 -%d delta-ms\n", strings.ReplaceAll(n, " ", ""), i)
+		}
+		f := filepath.Join(t.TempDir(), "test.benchfmt")
+		require.NoError(t, os.WriteFile(f, []byte(b.String()), 0o644))
+		_, err := st.Add(context.Background(), store.AddRequest{Commit: fmt.Sprintf("c%d", i), CommitTime: t0.Add(time.Duration(i) * time.Hour), Runner: "cpu4", Files: []string{f}})
+		require.NoError(t, err)
+	}
+	pts, _, err := Load(st, "cpu4")
+	require.NoError(t, err)
+	var b bytes.Buffer
+	cols, _, err := WriteCSV(&b, pts, "")
+	require.NoError(t, err)
+	rows, err := csv.NewReader(bytes.NewReader(b.Bytes())).ReadAll()
+	require.NoError(t, err)
+	for _, h := range rows[0] {
+		assert.NotContains(t, "=+-@", h[:1], "header %q", h)
+	}
+	assert.Contains(t, rows[0], `'=HYPERLINK("evil.example").delta-ms`)
+	assert.Contains(t, rows[0], "plain.delta-ms")
+	assert.Equal(t, "-2", rows[2][2], "a figure keeps its sign")
+	checkOtava(t, b.Bytes(), cols)
+}
