@@ -7,15 +7,19 @@ cd "$(dirname "$0")/.."
 
 go mod download
 
-# TestQuickstart runs `go mod tidy -diff` with GOPROXY=off in a copy of
-# examples/quickstart. Tidy loads the tests of the dependencies too
-# (gopkg.in/yaml.v3's import gopkg.in/check.v1), which `go mod download`
-# does not fetch, and on a partly filled cache `tidy -diff` even reports a
-# go.sum diff that is not there. So run the same tidy, with downloads
-# allowed, in a scratch copy pointed at this checkout.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cp -R examples/quickstart/. "$tmp/"
-sed -i.orig "s#=> \.\./\.\.#=> $PWD#" "$tmp/go.mod"
-grep -q "=> $PWD" "$tmp/go.mod" || { echo "ci/modules.sh: examples/quickstart/go.mod has no 'replace ... => ../..' line" >&2; exit 1; }
-(cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod go mod tidy)
+# TestQuickstart and the compare tests (examples/compare*_test.go) run
+# `go mod tidy -diff`, `go test` and `go tool servegate` with GOPROXY=off
+# in copies of examples/quickstart and examples/gated. Tidy loads the
+# tests of the dependencies too (gopkg.in/yaml.v3's import gopkg.in/check.v1),
+# and gated's `tool` line loads cmd/servegate's; `go mod download` fetches
+# neither, and on a partly filled cache `tidy -diff` even reports a go.sum
+# diff that is not there. So run the same tidy, with downloads allowed, in a
+# scratch copy of each, pointed at this checkout.
+for example in examples/quickstart examples/gated; do
+  tmp=$(mktemp -d)
+  cp -R "$example/." "$tmp/"
+  sed -i.orig "s#=> \.\./\.\.#=> $PWD#" "$tmp/go.mod"
+  grep -q "=> $PWD" "$tmp/go.mod" || { echo "ci/modules.sh: $example/go.mod has no 'replace ... => ../..' line" >&2; rm -rf "$tmp"; exit 1; }
+  (cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod go mod tidy) || { rm -rf "$tmp"; exit 1; }
+  rm -rf "$tmp"
+done
