@@ -151,31 +151,3 @@ func (s Sequential) Look(k int, d, se, delta float64) (Look, error) {
 	}
 	return l, nil
 }
-
-// Pool combines the estimates of one figure over k pairs into a change
-// and its standard error. The change is the mean of the pairs' D. Its
-// variance is the larger of two estimates. One is the bootstraps' sum
-// of SE² plus k·tau², over k²: tau is the spread between pairs that no
-// bootstrap of one run can see, such as two server starts. The other,
-// from spreadFrom pairs on, is the variance of the pairs' D over k.
-func Pool(est []Estimate, tau float64, spreadFrom int) (d, se float64) {
-	k := float64(len(est))
-	if k == 0 {
-		return math.NaN(), math.NaN()
-	}
-	var sumD, sumV float64
-	for _, e := range est {
-		sumD += e.D
-		sumV += e.SE*e.SE + tau*tau
-	}
-	d = sumD / k
-	v := sumV / (k * k)
-	if spreadFrom > 0 && len(est) >= max(spreadFrom, 2) {
-		var ss float64
-		for _, e := range est {
-			ss += (e.D - d) * (e.D - d)
-		}
-		v = math.Max(v, ss/(k-1)/k)
-	}
-	return d, math.Sqrt(v)
-}

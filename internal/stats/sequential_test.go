@@ -81,15 +81,3 @@ func TestSequentialErrorRates(t *testing.T) {
 	require.Greater(t, rate(2*delta), 0.99, "2·delta caught")
 	require.Greater(t, rate(delta), 0.90, "delta caught")
 }
-
-func TestPool(t *testing.T) {
-	est := []Estimate{{D: 0.01, SE: 0.02}, {D: 0.03, SE: 0.02}}
-	d, se := Pool(est, 0, 0)
-	require.InDelta(t, 0.02, d, 1e-12)
-	require.InDelta(t, math.Sqrt(2*0.0004)/2, se, 1e-12)
-	d, se = Pool(est, 0.1, 2)
-	require.InDelta(t, 0.02, d, 1e-12)
-	require.InDelta(t, math.Sqrt((2*0.0004+2*0.01)/4), se, 1e-12)
-	d, _ = Pool(nil, 0, 0)
-	require.True(t, math.IsNaN(d))
-}
