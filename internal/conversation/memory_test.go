@@ -3,10 +3,11 @@ package conversation
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/servegate/servegate/internal/memtest"
 )
 
 // hugeMessageFile writes a conversations file of one user message of
@@ -33,7 +34,7 @@ func TestHugeMessageMemory(t *testing.T) {
 	tok := loadLlama3(t)
 	path, size := hugeMessageFile(t, 4<<20)
 	var convs []Conversation
-	growth := peakGrowth(t, func() {
+	growth := memtest.PeakGrowth(t, func() {
 		var err error
 		convs, err = Load(context.Background(), Source{Kind: KindFile, Path: path}, "", tok, 1)
 		if err != nil {
@@ -55,7 +56,7 @@ func BenchmarkLoadConversations(b *testing.B) {
 	path, size := hugeMessageFile(b, 4<<20)
 	var worst int64
 	for b.Loop() {
-		g := peakGrowth(b, func() {
+		g := memtest.PeakGrowth(b, func() {
 			if _, err := Load(context.Background(), Source{Kind: KindFile, Path: path}, "", tok, 1); err != nil {
 				b.Fatal(err)
 			}
@@ -63,36 +64,4 @@ func BenchmarkLoadConversations(b *testing.B) {
 		worst = max(worst, g)
 	}
 	b.ReportMetric(float64(worst)/float64(size), "peak-B/input-B")
-}
-
-// peakGrowth returns how much f raised the process's peak resident set
-// size above its resident size before f.
-func peakGrowth(tb testing.TB, f func()) int64 {
-	tb.Helper()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		tb.Skipf("cannot reset the peak resident set size: %v", err)
-	}
-	before := procStatus(tb, "VmRSS:")
-	f()
-	return procStatus(tb, "VmHWM:") - before
-}
-
-// procStatus reads a kB field of /proc/self/status, in bytes.
-func procStatus(tb testing.TB, field string) int64 {
-	tb.Helper()
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		tb.Skip(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
-				tb.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	tb.Fatalf("no %s in /proc/self/status", field)
-	return 0
 }

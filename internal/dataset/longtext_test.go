@@ -2,13 +2,13 @@ package dataset
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/servegate/servegate/fixtures"
+	"github.com/servegate/servegate/internal/memtest"
 	"github.com/servegate/servegate/internal/tokenizer"
 )
 
@@ -105,41 +105,9 @@ func TestEncodeLongTextMemory(t *testing.T) {
 	tok := loadTokenizer(t, fixtures.Llama3)
 	text := longText(4 << 20)
 	tok.Encode("warm up", false)
-	growth := peakGrowth(t, func() { CountText(tok, text) })
+	growth := memtest.PeakGrowth(t, func() { CountText(tok, text) })
 	t.Logf("peak RSS grew by %d MB for a %d MB text", growth>>20, len(text)>>20)
 	if limit := int64(16 * len(text)); growth > limit {
 		t.Errorf("peak RSS grew by %d bytes (%.0f per byte of text), want under %d", growth, float64(growth)/float64(len(text)), limit)
 	}
-}
-
-// peakGrowth returns how much f raised the process's peak resident set
-// size above its resident size before f.
-func peakGrowth(tb testing.TB, f func()) int64 {
-	tb.Helper()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		tb.Skipf("cannot reset the peak resident set size: %v", err)
-	}
-	before := procStatus(tb, "VmRSS:")
-	f()
-	return procStatus(tb, "VmHWM:") - before
-}
-
-// procStatus reads a kB field of /proc/self/status, in bytes.
-func procStatus(tb testing.TB, field string) int64 {
-	tb.Helper()
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		tb.Skip(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
-				tb.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	tb.Fatalf("no %s in /proc/self/status", field)
-	return 0
 }
