@@ -8,6 +8,7 @@ package mdtest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/yuin/goldmark"
@@ -138,6 +139,20 @@ func Shape(doc string) string {
 		return ast.WalkContinue, nil
 	})
 	return b.String()
+}
+
+// proseText matches a text node's line of Shape.
+var proseText = regexp.MustCompile(`^( *(?:Text|String)) .*$`)
+
+// ProseShape is Shape without the text of text nodes, and with a run of
+// text nodes as one: the tree that a name in running prose must not
+// change.
+func ProseShape(doc string) string {
+	lines := strings.Split(Shape(doc), "\n")
+	for i, l := range lines {
+		lines[i] = proseText.ReplaceAllString(l, "$1")
+	}
+	return strings.Join(slices.Compact(lines), "\n")
 }
 
 // CodeSpans returns the text of every code span, as a renderer shows it.
