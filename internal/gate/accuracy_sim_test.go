@@ -188,10 +188,12 @@ func (r *simRunner) runPair(ctx context.Context, base, head simServer, seed int6
 // gate (default policy) compares base with each head using the first 5 and
 // all 10 runs. The figures depend on this machine's noise; they are
 // reported (-v), and asserted against the targets only with
-// SERVEGATE_ACCURACY_STRICT=1. Skipped under -short; about two minutes.
+// SERVEGATE_ACCURACY_STRICT=1. An experiment of about four minutes whose
+// outcome rides on this machine's noise, so it runs only when asked:
+// SERVEGATE_ACCURACY_TRIALS set to any number.
 func TestAccuracySimulator(t *testing.T) {
-	if testing.Short() {
-		t.Skip("about 1200 simulator runs")
+	if os.Getenv(envAccuracyTrials) == "" {
+		t.Skip("about 1200 simulator runs: set " + envAccuracyTrials + " to run it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -44,7 +44,7 @@ harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}
 const gateSingleTurn = `
 name: gate-single-turn
 target: {kind: inproc, profile: cpu-small}
-backend: openai-chat
+backend: openai
 dataset: {name: random, num_prompts: 24, input_len: 400, output_len: 8, seed: 2}
 load: {request_rate: 4, max_duration: 2m}
 harness: {max_lateness_p99: 0, max_cpu: 0, max_sched_latency_p99: 0}

@@ -97,11 +97,11 @@ server_metrics: {interval: 100ms}
 
 // movedUp reports whether the gate's report shows a significant rise of
 // unit: the comparison line under its heading carries a "+" change, not
-// benchstat's "~".
+// benchstat's "~". A gated unit's heading goes on with "(gated: ...)".
 func movedUp(report, unit string) bool {
 	lines := strings.Split(report, "\n")
 	for i, line := range lines {
-		if strings.TrimSpace(line) != unit {
+		if f := strings.Fields(line); len(f) == 0 || f[0] != unit {
 			continue
 		}
 		for _, l := range lines[i+1 : min(i+4, len(lines))] {

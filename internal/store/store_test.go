@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -379,20 +378,6 @@ func TestPrune(t *testing.T) {
 	commits, _, err = s.Commits("gpu")
 	require.NoError(t, err)
 	assert.Len(t, commits, 1, "gpu's only commit is its baseline")
-}
-
-// TestImportsNothingOfServegate: the store and the gate that imports it
-// depend on no other servegate package (docs/architecture.md).
-func TestImportsNothingOfServegate(t *testing.T) {
-	for _, pkg := range []string{".", "../gate"} {
-		out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, pkg).CombinedOutput()
-		require.NoError(t, err, string(out))
-		for _, dep := range strings.Fields(string(out)) {
-			if strings.HasPrefix(dep, "github.com/servegate/servegate") {
-				assert.Equal(t, "github.com/servegate/servegate/internal/store", dep, "%s imports %s", pkg, dep)
-			}
-		}
-	}
 }
 
 // TestPruneWhileAdding prunes over and over while adds land: no add
