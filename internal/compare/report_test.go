@@ -9,19 +9,6 @@ import (
 	"github.com/servegate/servegate/internal/mdsafe/mdtest"
 )
 
-// hostileNames are scenario names that broke out of Markdown somewhere.
-var hostileNames = []string{
-	"z`](https://evil.example)@org/security-team",
-	"`<details><summary>fine</summary>",
-	"<details><summary>fine</summary>",
-	"[click](javascript:alert(1))",
-	"]: https://evil.example",
-	"a|b|c\n\n# heading",
-	"@org/team #12 www.evil.example",
-	"``",
-	"<img src=x onerror=alert(1)>",
-}
-
 // hostileResult is a comparison in which every name a pull request can
 // choose is name: scenario names, refs, the target's difference and the
 // reasons and notes that quote them.
@@ -51,7 +38,7 @@ func TestHostileNamesMarkdown(t *testing.T) {
 	}
 	want := render("chat-ok")
 	require.Empty(t, mdtest.Findings(want))
-	for _, name := range hostileNames {
+	for _, name := range mdtest.HostileNames {
 		got := render(name)
 		require.Empty(t, mdtest.Findings(got), "name %q made active elements:\n%s", name, got)
 		require.Equal(t, mdtest.ProseShape(want), mdtest.ProseShape(got), "name %q changed the shape:\n%s", name, got)

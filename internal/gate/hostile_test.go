@@ -9,17 +9,15 @@ import (
 	"github.com/servegate/servegate/internal/mdsafe/mdtest"
 )
 
-// hostileNames are benchmark names that broke out of Markdown somewhere.
-var hostileNames = []string{
-	"Scenarios/scenario=z`](https://evil.example)@org/security-team",
-	"Scenarios/scenario=`<details><summary>fine</summary>",
-	"<details><summary>fine</summary>",
-	"[click](javascript:alert(1))",
-	"]: https://evil.example",
-	"a|b|c\n\n# heading",
-	"@org/team #12 www.evil.example",
-	"``",
-}
+// hostileNames are mdtest's names, each bare and as the full benchmark
+// name a scenario of that name gets.
+var hostileNames = func() []string {
+	var names []string
+	for _, n := range mdtest.HostileNames {
+		names = append(names, n, "Scenarios/scenario="+n)
+	}
+	return names
+}()
 
 // hostileReport is a report in which every name is name: its benchmarks,
 // units and config values, and the errors and warnings that quote them.

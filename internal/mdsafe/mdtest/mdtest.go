@@ -21,6 +21,20 @@ import (
 
 var md = goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithParserOptions(parser.WithAttribute()))
 
+// HostileNames are names that broke out of Markdown somewhere: a code
+// span closed early, a link, a mention, raw HTML, a table cell split.
+var HostileNames = []string{
+	"z`](https://evil.example)@org/security-team",
+	"`<details><summary>fine</summary>",
+	"<details><summary>fine</summary>",
+	"[click](javascript:alert(1))",
+	"]: https://evil.example",
+	"a|b|c\n\n# heading",
+	"@org/team #12 www.evil.example",
+	"``",
+	"<img src=x onerror=alert(1)>",
+}
+
 // A Finding is one active element of a document.
 type Finding struct {
 	// Kind is "link", "autolink", "image", "html", "mention" or
