@@ -15,11 +15,13 @@ go mod download
 # neither, and on a partly filled cache `tidy -diff` even reports a go.sum
 # diff that is not there. So run the same tidy, with downloads allowed, in a
 # scratch copy of each, pointed at this checkout.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 for example in examples/quickstart examples/gated; do
-  tmp=$(mktemp -d)
+  tmp="$scratch/$(basename "$example")"
+  mkdir "$tmp"
   cp -R "$example/." "$tmp/"
   sed -i.orig "s#=> \.\./\.\.#=> $PWD#" "$tmp/go.mod"
-  grep -q "=> $PWD" "$tmp/go.mod" || { echo "ci/modules.sh: $example/go.mod has no 'replace ... => ../..' line" >&2; rm -rf "$tmp"; exit 1; }
-  (cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod go mod tidy) || { rm -rf "$tmp"; exit 1; }
-  rm -rf "$tmp"
+  grep -q "=> $PWD" "$tmp/go.mod" || { echo "ci/modules.sh: $example/go.mod has no 'replace ... => ../..' line" >&2; exit 1; }
+  (cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod go mod tidy)
 done
