@@ -28,7 +28,7 @@ type message struct {
 // last user message without an answer. Token counts are without special
 // tokens, as vLLM counts them.
 func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenizer) ([]Conversation, error) {
-	l, err := openJSONList(path, `conversations ({"id", "messages"})`)
+	l, err := openJSONList(path, `conversations ({"id", "messages"})`, "conversation")
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,10 @@ func TestConversationsFileBadInput(t *testing.T) {
 		{"data after the list", "[{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]\n\n]", 3, []string{"unexpected data after the list"}},
 		{"message not an object", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\"},\n\"hello\"]}]", 3, []string{"messages[1]: want an object", "got a string"}},
 		{"entry not an object", "[\n{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]},\n42]", 3, []string{"conversation 1: want an object"}},
+		// encoding/json would read the byte as U+FFFD; vLLM's converter refuses it.
+		{"content not UTF-8", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\"},\n{\"role\": \"assistant\", \"content\": \"ok\"},\n{\"role\": \"user\", \"content\": \"caf\xe9\"}]}]", 4, []string{"conversation 0: messages[2].content: byte 0xe9 is not UTF-8"}},
+		{"id not UTF-8", "[\n{\"id\": \"a\xff\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]", 2, []string{"conversation 0: id: byte 0xff is not UTF-8"}},
+		{"key not UTF-8", "[{\"id\": \"a\", \"messages\": [\n{\"role\": \"user\", \"content\": \"x\", \"n\xc3\": 1}]}]", 2, []string{"a key in messages[0]", "0xc3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/servegate/servegate/internal/dataset"
 )
 
 // A jsonList streams the elements of a JSON file holding one list, one
@@ -22,11 +24,14 @@ type jsonList struct {
 	n int
 	// size is the file's size in bytes.
 	size int64
+	// noun names one element in errors ("conversation", "entry").
+	noun string
 }
 
 // openJSONList opens path, checks its size against MaxFileBytes and reads
-// the opening bracket; what names the elements in errors.
-func openJSONList(path, what string) (*jsonList, error) {
+// the opening bracket; what names the elements and noun one of them in
+// errors.
+func openJSONList(path, what, noun string) (*jsonList, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -44,7 +49,7 @@ func openJSONList(path, what string) (*jsonList, error) {
 		f.Close()
 		return nil, fileErr(path, 0, "empty file; want a JSON list of %s", what)
 	}
-	l := &jsonList{path: path, f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), size: st.Size()}
+	l := &jsonList{path: path, f: f, dec: json.NewDecoder(bufio.NewReaderSize(f, 1<<16)), size: st.Size(), noun: noun}
 	if t, err := l.dec.Token(); err != nil || t != json.Delim('[') {
 		f.Close()
 		if err != nil {
@@ -80,7 +85,12 @@ func (l *jsonList) next(ctx context.Context) (raw json.RawMessage, off int64, do
 		return nil, 0, false, l.syntaxErr(err, l.dec.InputOffset())
 	}
 	l.n++
-	return raw, l.dec.InputOffset() - int64(len(raw)), false, nil
+	off = l.dec.InputOffset() - int64(len(raw))
+	if i, field := dataset.InvalidUTF8(raw); i >= 0 {
+		return nil, 0, false, fileErr(l.path, lineOf(l.path, off+int64(i)), "%s %d: %s: byte 0x%02x is not UTF-8; vLLM reads the file as UTF-8 and refuses it",
+			l.noun, l.n-1, field, raw[i])
+	}
+	return raw, off, false, nil
 }
 
 // syntaxErr reports a JSON error at its line.

@@ -206,7 +206,7 @@ func mergeParts(path string, entries []sgEntry) ([]sgEntry, error) {
 
 // readShareGPTEntries streams a ShareGPT file's entries.
 func readShareGPTEntries(ctx context.Context, path string) ([]sgEntry, error) {
-	l, err := openJSONList(path, `ShareGPT entries ({"id", "conversations"})`)
+	l, err := openJSONList(path, `ShareGPT entries ({"id", "conversations"})`, "entry")
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,10 @@ func TestShareGPTBadInput(t *testing.T) {
 		{"value not a string", "[{\"id\": \"a_0\", \"conversations\": [\n{\"from\": \"human\", \"value\": \"é\"},\n{\"from\": \"gpt\", \"value\": null}]}]", 3, []string{"conversations[1].value: want a string, got null"}},
 		{"unknown from", "[{\"id\": \"a_0\", \"conversations\": [\n{\"from\": \"human\", \"value\": \"é\"},\n{\"from\": \"robot\", \"value\": \"ü\"}]}]", 3, []string{`conversations[1].from: "robot"`}},
 		{"id with two underscores", "[\n{\"id\": \"a_b_0\", \"conversations\": []}]", 2, []string{"id", "more than one"}},
+		// encoding/json would read the byte as U+FFFD, which made an ASCII
+		// message count as non-ASCII; vLLM's converter refuses the file.
+		{"value not UTF-8", "[{\"id\": \"a_0\", \"conversations\": [\n{\"from\": \"human\", \"value\": \"plain \x80\"},\n{\"from\": \"gpt\", \"value\": \"\u00fc\"}]}]", 2, []string{"entry 0: conversations[0].value: byte 0x80 is not UTF-8"}},
+		{"from not UTF-8", "[{\"id\": \"a_0\", \"conversations\": [\n{\"from\": \"human\", \"value\": \"\u00e9\"},\n{\"from\": \"gp\xf0\x9f\", \"value\": \"\u00fc\"}]}]", 3, []string{"entry 0: conversations[1].from: byte 0xf0 is not UTF-8"}},
 		{"nothing kept", `[{"id": "a_0", "conversations": [{"from": "human", "value": "ascii"}, {"from": "gpt", "value": "only"}]}]`, 0, []string{"kept no conversation of 1", "1 with a plain-ASCII message", "keep_ascii"}},
 	}
 	for _, tt := range tests {

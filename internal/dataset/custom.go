@@ -42,6 +42,9 @@ func readJSONL(path string, parse func(line int, obj map[string]json.RawMessage)
 		if err := json.Unmarshal(b, &obj); err != nil {
 			return fileErr(path, n, "%s", jsonMsg(err))
 		}
+		if i, field := InvalidUTF8(b); i >= 0 {
+			return fileErr(path, n, "%s: byte 0x%02x is not UTF-8; vLLM reads the file as UTF-8 and refuses it", field, b[i])
+		}
 		if err := parse(n, obj); err != nil {
 			return err
 		}

@@ -138,6 +138,7 @@ func TestCustomTrace(t *testing.T) {
 func TestCustomErrors(t *testing.T) {
 	tok := loadTokenizer(t, fixtures.Llama3)
 	nullPrompt := writeTemp(t, "null.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": null}\n")
+	latin1 := writeTemp(t, "latin1.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \"caf\xe9\"}\n")
 	tests := []struct {
 		name string
 		spec Spec
@@ -158,6 +159,9 @@ func TestCustomErrors(t *testing.T) {
 		{"no path", Spec{}, "no dataset path"},
 		{"null prompt", Spec{Path: nullPrompt, SkipChatTemplate: true},
 			nullPrompt + `:2: field "prompt": want a string, got null`},
+		// encoding/json would read the byte as U+FFFD; vLLM refuses the file.
+		{"prompt not UTF-8", Spec{Path: latin1, SkipChatTemplate: true},
+			latin1 + `:2: prompt: byte 0xe9 is not UTF-8; vLLM reads the file as UTF-8 and refuses it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

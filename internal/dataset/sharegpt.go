@@ -47,6 +47,9 @@ func readShareGPT(path string) ([]conversation, int, error) {
 		if err := dec.Decode(&entry); err != nil {
 			return nil, 0, fileErr(path, errLine(data, start, err), "entry %d: %v", total, jsonMsg(err))
 		}
+		if i, field := InvalidUTF8(data[start:dec.InputOffset()]); i >= 0 {
+			return nil, 0, fileErr(path, lineAt(data, start+int64(i)), "entry %d: %s: byte 0x%02x is not UTF-8; vLLM reads the file as UTF-8 and refuses it", total, field, data[start+int64(i)])
+		}
 		total++
 		if entry.Conversations == nil || len(*entry.Conversations) < 2 {
 			continue

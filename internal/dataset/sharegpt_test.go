@@ -164,6 +164,8 @@ func TestShareGPTErrors(t *testing.T) {
 		{"not an array", writeTemp(t, "obj.json", "{\"conversations\": []}\n"), "obj.json:1: want a JSON array of conversations"},
 		{"no two-turn entry", writeTemp(t, "few.json", "[\n{\"conversations\": []},\n{}\n]\n"), "few.json: no entry with two or more conversation turns (2 entries)"},
 		{"null value", writeTemp(t, "null.json", "[\n{\"conversations\": [{\"value\": \"What is the capital of France?\"}, {\"value\": null}]}\n]\n"), `null.json:2: entry 0: conversations[1] has no string "value"`},
+		// encoding/json would read the byte as U+FFFD; vLLM refuses the file.
+		{"value not UTF-8", writeTemp(t, "latin1.json", "[\n{\"conversations\": [{\"value\": \"What is the capital of France?\"},\n {\"value\": \"caf\xe9 Paris\"}]}\n]\n"), `latin1.json:3: entry 0: conversations[1].value: byte 0xe9 is not UTF-8`},
 		{"missing file", "/nonexistent/sharegpt.json", "open /nonexistent/sharegpt.json: no such file or directory"},
 	}
 	for _, tt := range tests {
