@@ -11,49 +11,19 @@ import (
 	"github.com/servegate/servegate/internal/stats"
 )
 
-// A Sequential is the design of the fast paired verdict: pairs of runs
-// (base and head at the same time, one schedule) arrive one at a time,
-// and after each, a look, the test fails the figure, passes it, or asks
-// for another pair, up to MaxPairs. It is the closed group-sequential
-// design stats.Sequential on the normal approximation of the pooled
-// estimate: after k pairs the mean log ratio D of the pairs has variance
-// V. Alpha and Beta are spent in equal shares over the looks from
-// MinPairs to MaxPairs (Bonferroni over the looks), so that
+// A Sequential is the design of the fast paired verdict. Pairs of runs
+// arrive one at a time. After each pair from MinPairs on, a look fails
+// the figure, passes it, or asks for another pair. The last look,
+// MaxPairs, always decides, except for a run too noisy to detect twice
+// the tolerance: that is Undecided (exit 2).
 //
-//   - a figure with no change fails with probability at most Alpha;
-//   - a regression of the tolerance or more fails with probability at
-//     least 1-Beta whenever the last look can detect it (Look.Detectable
-//     at the cap at most the tolerance); between no change and the
-//     tolerance the chance of failing rises with the change, about even
-//     at half the tolerance's detectable reach.
+// Each look is stats.Sequential on the mean log ratio of the pairs.
+// Its variance is the larger of two estimates: the block bootstraps'
+// (noise within a run) and, from 3 pairs on, the spread of the pairs'
+// log ratios (noise between runs).
 //
-// The last look always decides. There a figure fails only when its
-// change is significant at the look's share of Alpha; otherwise it
-// passes, and the verdict says what the pairs rule out: "no regression
-// ≥ 5% shown; this run rules out slowdowns above X% (95%)". One case
-// is left undecided (exit 2): a run so noisy that the smallest
-// regression its last look could detect with 95% power is more than
-// twice the tolerance. Its pass would say nothing, so the message says
-// so and names the remedies: more requests per run, a quieter runner,
-// or a larger tolerance.
-//
-// The tolerance therefore means one thing: the regression the test is
-// built to catch. It is not a band the estimate must leave.
-//
-// Why a closed design and not Wald's SPRT, used before: an SPRT has no
-// last look, so a clean change whose estimate sat between its bounds at
-// the cap was left undecided, a red check with no remedy. The closed
-// design spends the error rates over a known number of looks and so can
-// decide at every one; it pays with a few more pairs at the boundaries.
-//
-// V is the larger of two estimates, so that neither source of noise can
-// be missed: the block-bootstrap variances of the pairs (the noise within
-// a run, sum SE^2 / k^2) and, from 3 pairs on, the spread of the pairs'
-// log ratios (var(D_i) / k; noise between runs that the bootstrap inside
-// one run cannot see, such as one side's process starting on a slower
-// core).
-//
-// The zero value is not usable; start from DefaultSequential.
+// docs/verdicts.md ("How it decides") gives the design and why it is
+// closed. The zero value is not usable; start from DefaultSequential.
 type Sequential struct {
 	// Alpha is the chance of failing a comparison with no change (the
 	// A/A false-fail rate); Beta that of passing a regression of exactly
@@ -63,14 +33,9 @@ type Sequential struct {
 	// MaxPairs the cap, the last look, which always decides.
 	MinPairs, MaxPairs int
 	// StudentSpread counts the spread between pairs at the reach of
-	// Student's t at the 95% level (smallSampleInflation(k-1, 0.05): 3.2
-	// times the variance at 3 pairs, 1.3 at 8) instead of as if it were
-	// exact. The default design sets it: with the closed design, which
-	// must decide at its last look, the spread of a few pairs taken as
-	// exact let noise correlated in time through (TestAccuracySequentialCI,
-	// autocorr A/A: 9 false fails of 200 without, 1 with; at the level of
-	// Alpha instead of 95%, 0 false fails but a -5% goodput caught in 183
-	// of 200 on low noise, under the 95% the design promises).
+	// Student's t at the 95% level (smallSampleInflation(k-1, 0.05)),
+	// not as if it were exact. The default design sets it. Without it,
+	// noise correlated in time passed for a regression.
 	StudentSpread bool
 }
 
@@ -313,7 +278,7 @@ func smallSampleInflation(df int, alpha float64) float64 {
 		return f
 	}
 	z := -stats.NormalQuantile(alpha)
-	t := studentQuantile(1-alpha, df)
+	t := stats.StudentQuantile(1-alpha, df)
 	inflations[key] = (t / z) * (t / z)
 	return inflations[key]
 }
@@ -327,40 +292,4 @@ var (
 type inflationKey struct {
 	df    int
 	alpha float64
-}
-
-// studentCDF is the distribution function of Student's t with df degrees
-// of freedom at x >= 0, by Simpson's rule on its density.
-func studentCDF(x float64, df int) float64 {
-	nu := float64(df)
-	la, _ := math.Lgamma((nu + 1) / 2)
-	lb, _ := math.Lgamma(nu / 2)
-	c := math.Exp(la-lb) / math.Sqrt(nu*math.Pi)
-	f := func(t float64) float64 { return c * math.Pow(1+t*t/nu, -(nu+1)/2) }
-	const steps = 2000
-	h := x / steps
-	sum := f(0) + f(x)
-	for i := 1; i < steps; i++ {
-		w := 2.0
-		if i%2 == 1 {
-			w = 4
-		}
-		sum += w * f(float64(i)*h)
-	}
-	return 0.5 + sum*h/3
-}
-
-// studentQuantile is the p-quantile (p > 0.5) of Student's t with df
-// degrees of freedom, by bisection.
-func studentQuantile(p float64, df int) float64 {
-	lo, hi := 0.0, 1000.0
-	for range 100 {
-		mid := (lo + hi) / 2
-		if studentCDF(mid, df) < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
 }

@@ -226,14 +226,9 @@ func TestSequentialRun(t *testing.T) {
 	require.Len(t, est, 4)
 }
 
-// TestSmallSampleInflation checks the t quantiles against tables.
+// TestSmallSampleInflation checks the factor against printed tables:
+// (t_{2,0.99} / z_{0.99})^2 = (6.965 / 2.326)^2 = 8.96.
 func TestSmallSampleInflation(t *testing.T) {
-	for _, tt := range []struct {
-		df   int
-		p, t float64
-	}{{1, 0.99, 31.821}, {2, 0.99, 6.965}, {4, 0.99, 3.747}, {7, 0.99, 2.998}, {30, 0.975, 2.042}} {
-		require.InDelta(t, tt.t, studentQuantile(tt.p, tt.df), 2e-3, "df %d p %v", tt.df, tt.p)
-	}
 	require.InDelta(t, -2.326, stats.NormalQuantile(0.01), 1e-3)
 	require.InDelta(t, 8.96, smallSampleInflation(2, 0.01), 0.02)
 }
