@@ -22,13 +22,13 @@ import (
 	"github.com/servegate/servegate/internal/store"
 )
 
-// histbaseScenario is the end-to-end scenario of the stored baseline:
+// storedBaselineScenario is the end-to-end scenario of the stored baseline:
 // 100 chat requests at 40 req/s (Poisson) against an in-process
 // simulator with 40 ms engine steps and room for every request, so that
 // a request's TTFT is the wait for the next step plus one step: the p99
 // moves with the server's step time (the slowdown knob), not with
 // queueing. About 2.5 s a run.
-const histbaseScenario = `name: histbase
+const storedBaselineScenario = `name: stored-baseline
 description: Stored baseline end to end (cmd/servegate TestStoreBaselineSimulator).
 target:
   kind: inproc
@@ -38,10 +38,10 @@ dataset: {name: random, num_prompts: 100, input_len: 64, output_len: 4, seed: 1}
 load: {request_rate: 40, warmups: 2, max_duration: 60s, request_timeout: 30s}
 `
 
-// A histbaseRunner runs one scenario against in-process simulators and
+// A storedBaselineRunner runs one scenario against in-process simulators and
 // writes each run's files as a scenario benchmark does: the detailed
 // result JSON and the benchfmt line.
-type histbaseRunner struct {
+type storedBaselineRunner struct {
 	t       *testing.T
 	plan    *pipeline.Plan
 	name    string
@@ -49,19 +49,19 @@ type histbaseRunner struct {
 	n       int
 }
 
-func newHistbaseRunner(t *testing.T, yaml string) *histbaseRunner {
+func newStoredBaselineRunner(t *testing.T, yaml string) *storedBaselineRunner {
 	t.Helper()
-	scs, err := scenario.Parse("histbase.yaml", []byte(yaml))
+	scs, err := scenario.Parse("stored-baseline.yaml", []byte(yaml))
 	require.NoError(t, err)
 	plan := pipeline.NewPlan(scs[0])
 	require.NoError(t, plan.Prepare(t.Context()))
-	return &histbaseRunner{t: t, plan: plan, name: scs[0].Name, targets: map[float64]*pipeline.Target{}}
+	return &storedBaselineRunner{t: t, plan: plan, name: scs[0].Name, targets: map[float64]*pipeline.Target{}}
 }
 
 // run makes one run against the server of the given slowdown (1: base)
 // and writes <dir>/<scenario>.bench.<n>.json and a benchfmt line to
 // bench; ctx cancelled early makes an interrupted run.
-func (r *histbaseRunner) run(ctx context.Context, slowdown float64, dir string, bench io.Writer) string {
+func (r *storedBaselineRunner) run(ctx context.Context, slowdown float64, dir string, bench io.Writer) string {
 	r.t.Helper()
 	tgt, ok := r.targets[slowdown]
 	if !ok {
@@ -87,7 +87,7 @@ func (r *histbaseRunner) run(ctx context.Context, slowdown float64, dir string, 
 // pair runs base (slowdown 1) and head at the same time with one
 // schedule, as compare.sh --sequential pairs them, and returns their
 // result files.
-func (r *histbaseRunner) pair(ctx context.Context, slowdown float64, dir string) (string, string) {
+func (r *storedBaselineRunner) pair(ctx context.Context, slowdown float64, dir string) (string, string) {
 	r.t.Helper()
 	// Start both servers first, outside the pair.
 	for _, s := range []float64{1, slowdown} {
@@ -147,7 +147,7 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("SERVEGATE_STORE_SIM_TRIALS")); err == nil && n > 0 {
 		trials = n
 	}
-	r := newHistbaseRunner(t, histbaseScenario)
+	r := newStoredBaselineRunner(t, storedBaselineScenario)
 	mainDir := t.TempDir()
 	var bench bytes.Buffer
 	var results []string
@@ -246,7 +246,7 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	}
 	// Another scenario version: main ran the scenario with 45 ms steps
 	// (its scenario-sha differs).
-	other := newHistbaseRunner(t, strings.Replace(histbaseScenario, "--step_fixed_ms=40", "--step_fixed_ms=45", 1))
+	other := newStoredBaselineRunner(t, strings.Replace(storedBaselineScenario, "--step_fixed_ms=40", "--step_fixed_ms=45", 1))
 	var otherBench bytes.Buffer
 	otherResult := other.run(t.Context(), 1, t.TempDir(), &otherBench)
 	otherStore := filepath.Join(t.TempDir(), "other")
