@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -31,12 +31,16 @@ const (
 	Layout = 1
 )
 
-// Limits of an add.
+// Limits of an add. An add streams its files: it holds none of them in
+// memory, whatever their size.
 const (
 	// MaxFiles is the most files one add takes.
 	MaxFiles = 64
 	// MaxFileBytes is the largest file an add takes (256 MiB).
 	MaxFileBytes = 256 << 20
+	// MaxRunBytes is the most bytes one add takes in all its files
+	// (1 GiB): four files at the largest.
+	MaxRunBytes = 1 << 30
 )
 
 // Kinds of file in a run.
@@ -252,19 +256,31 @@ func (s *Store) Add(ctx context.Context, req AddRequest) (*Run, error) {
 	}
 	m := Manifest{Layout: Layout, Commit: req.Commit, CommitTime: req.CommitTime.UTC(), Runner: req.Runner,
 		Version: req.Version, Added: now.UTC(), Benchmarks: map[string]Benchmark{}}
-	contents := make([][]byte, len(req.Files))
-	for i, path := range req.Files {
+	// Sizes first, so that an add too big is refused before any is read.
+	var total int64
+	for _, path := range req.Files {
+		if st, err := os.Stat(path); err == nil {
+			total += st.Size()
+		}
+	}
+	if total > MaxRunBytes {
+		return nil, fmt.Errorf("add: %s: %d bytes in all, over %d, the most one run may hold", strings.Join(req.Files, ", "), total, int64(MaxRunBytes))
+	}
+	total = 0
+	for _, path := range req.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("add: %w", err)
 		}
-		data, f, err := readRunFile(path, m.Benchmarks)
+		f, err := checkRunFile(path, m.Benchmarks)
 		if err != nil {
 			return nil, fmt.Errorf("add: %w", err)
 		}
 		if slices.ContainsFunc(m.Files, func(g File) bool { return g.Name == f.Name }) {
 			return nil, fmt.Errorf("add: two files named %s: a run keeps files under their base names", f.Name)
 		}
-		contents[i] = data
+		if total += f.Bytes; total > MaxRunBytes {
+			return nil, fmt.Errorf("add: %s: the run's files hold over %d bytes, the most one run may hold", path, int64(MaxRunBytes))
+		}
 		m.Files = append(m.Files, f)
 	}
 	if len(m.Benchmarks) == 0 {
@@ -296,7 +312,10 @@ func (s *Store) Add(ctx context.Context, req AddRequest) (*Run, error) {
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 	for i, f := range m.Files {
-		if err := writeSynced(filepath.Join(tmp, f.Name), contents[i]); err != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		if err := copyRunFile(req.Files[i], filepath.Join(tmp, f.Name), f); err != nil {
 			return nil, fmt.Errorf("add: %w", err)
 		}
 	}
@@ -368,51 +387,150 @@ func writeSynced(name string, data []byte) error {
 	return f.Close()
 }
 
-// readRunFile reads one file of an add, checks it by its kind and adds
-// what a benchfmt file reports to benchmarks.
-func readRunFile(path string, benchmarks map[string]Benchmark) ([]byte, File, error) {
+// checkRunFile reads one file of an add through, checks it by its kind
+// and adds what a benchfmt file reports to benchmarks. It returns the
+// file's size and SHA-256. It streams the file: memory does not grow with
+// its size.
+func checkRunFile(path string, benchmarks map[string]Benchmark) (File, error) {
 	f := File{Name: filepath.Base(path)}
 	// A reader refuses these names (checkFile): filing one would make
 	// every later read of the runner type fail.
 	if strings.HasPrefix(f.Name, ".") || f.Name == manifestFile {
-		return nil, f, fmt.Errorf("%s: a run cannot hold a file named %q (a dot file, or the run's own %s): rename it", path, f.Name, manifestFile)
+		return f, fmt.Errorf("%s: a run cannot hold a file named %q (a dot file, or the run's own %s): rename it", path, f.Name, manifestFile)
 	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, f, err
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
-	if err != nil {
-		return nil, f, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > MaxFileBytes {
-		return nil, f, fmt.Errorf("%s: larger than %d bytes, the most one file of a run may hold", path, MaxFileBytes)
-	}
-	f.Bytes = int64(len(data))
-	sum := sha256.Sum256(data)
-	f.SHA256 = hex.EncodeToString(sum[:])
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".benchfmt", ".txt", ".bench":
 		f.Kind = KindBenchfmt
-		if err := scanBenchfmt(path, data, benchmarks); err != nil {
-			return nil, f, err
-		}
 	case ".json":
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(data, &top); err != nil {
-			return nil, f, fmt.Errorf("%s: not a JSON object: %w", path, err)
-		}
 		f.Kind = KindResult
-		if _, ok := top["verdict"]; ok {
-			if _, ok := top["comparisons"]; ok {
-				f.Kind = KindGate
+	default:
+		return f, fmt.Errorf("%s: unknown kind of file %q: a run holds benchfmt files (.benchfmt, .txt, .bench) and JSON files (result, gate report)", path, ext)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return f, err
+	}
+	defer fh.Close()
+	h := &hashCounter{h: sha256.New()}
+	r := io.TeeReader(io.LimitReader(fh, MaxFileBytes+1), h)
+	var perr error
+	if f.Kind == KindBenchfmt {
+		perr = scanBenchfmt(path, r, benchmarks)
+	} else {
+		var gate bool
+		if gate, perr = scanJSONObject(r); perr != nil {
+			perr = fmt.Errorf("%s: not a JSON object: %w", path, perr)
+		} else if gate {
+			f.Kind = KindGate
+		}
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return f, fmt.Errorf("%s: %w", path, err)
+	}
+	if h.n > MaxFileBytes {
+		return f, fmt.Errorf("%s: larger than %d bytes, the most one file of a run may hold", path, MaxFileBytes)
+	}
+	if perr != nil {
+		return f, perr
+	}
+	f.Bytes = h.n
+	f.SHA256 = hex.EncodeToString(h.h.Sum(nil))
+	return f, nil
+}
+
+// A hashCounter hashes and counts what is written to it.
+type hashCounter struct {
+	h hash.Hash
+	n int64
+}
+
+func (c *hashCounter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+// scanJSONObject reads one JSON object, and nothing after it but white
+// space, holding one element of a top-level list or object in memory at a
+// time: a result's lists of per-request numbers never whole. It reports
+// whether the object is a gate's report: one with "verdict" and
+// "comparisons" at its top.
+func scanJSONObject(r io.Reader) (gate bool, err error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil {
+		return false, err
+	} else if t != json.Delim('{') {
+		return false, fmt.Errorf("the file starts with %v", t)
+	}
+	var verdict, comparisons bool
+	var raw json.RawMessage // reused: Decode appends to raw[:0]
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return false, err
+		}
+		switch key {
+		case "verdict":
+			verdict = true
+		case "comparisons":
+			comparisons = true
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return false, err
+		}
+		if t != json.Delim('{') && t != json.Delim('[') {
+			continue
+		}
+		for dec.More() {
+			if t == json.Delim('{') {
+				if _, err := dec.Token(); err != nil {
+					return false, err
+				}
+			}
+			if err := dec.Decode(&raw); err != nil {
+				return false, err
 			}
 		}
-	default:
-		return nil, f, fmt.Errorf("%s: unknown kind of file %q: a run holds benchfmt files (.benchfmt, .txt, .bench) and JSON files (result, gate report)", path, ext)
+		if _, err := dec.Token(); err != nil {
+			return false, err
+		}
 	}
-	return data, f, nil
+	if _, err := dec.Token(); err != nil {
+		return false, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return false, errors.New("data after the object")
+	}
+	return verdict && comparisons, nil
+}
+
+// copyRunFile copies a file of an add into the run, synced, and checks
+// that it is still the file checkRunFile read: its size and SHA-256.
+func copyRunFile(src, dst string, want File) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	h := &hashCounter{h: sha256.New()}
+	_, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(in, MaxFileBytes+1))
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if h.n != want.Bytes || hex.EncodeToString(h.h.Sum(nil)) != want.SHA256 {
+		return fmt.Errorf("%s: changed while it was being added: add it again", src)
+	}
+	return nil
 }
 
 // scenarioKey is the benchfmt file configuration key of a scenario's
@@ -420,8 +538,8 @@ func readRunFile(path string, benchmarks map[string]Benchmark) ([]byte, File, er
 const scenarioKey = "scenario-sha"
 
 // scanBenchfmt reads a benchfmt file's result lines into benchmarks.
-func scanBenchfmt(path string, data []byte, benchmarks map[string]Benchmark) error {
-	rd := benchfmt.NewReader(bytes.NewReader(data), path)
+func scanBenchfmt(path string, r io.Reader, benchmarks map[string]Benchmark) error {
+	rd := benchfmt.NewReader(r, path)
 	for rd.Scan() {
 		switch rec := rd.Result().(type) {
 		case *benchfmt.SyntaxError:

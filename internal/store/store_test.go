@@ -28,6 +28,17 @@ func benchfmtFile(tb testing.TB, sha string, ttft float64, extra string) string 
 	return name
 }
 
+// sparse makes a file of n zero bytes that takes no room on disk.
+func sparse(tb testing.TB, dir, name string, n int64) string {
+	tb.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	require.NoError(tb, err)
+	require.NoError(tb, f.Truncate(n))
+	require.NoError(tb, f.Close())
+	return p
+}
+
 // addCommit adds one run of commit i (commit time t0 + i hours).
 func addCommit(tb testing.TB, s *Store, runner string, i int, files ...string) *Run {
 	tb.Helper()
@@ -110,6 +121,10 @@ func TestAddRefuses(t *testing.T) {
 		{"another version of the same commit", 1, []string{benchfmtFile(t, "bbb", 0.030, "")}, "one commit runs one version of a scenario"},
 		{"same name twice", 3, []string{benchfmtFile(t, "aaa", 1, ""), benchfmtFile(t, "aaa", 1, "")}, "two files named test.benchfmt"},
 		{"missing file", 3, []string{filepath.Join(tmp, "nope.benchfmt")}, "no such file"},
+		{"data after the object", 3, []string{benchfmtFile(t, "aaa", 1, ""), write("after.json", "{\"a\": [1, {\"b\": 2}]} {}")}, "after.json: not a JSON object: data after the object"},
+		{"a list", 3, []string{benchfmtFile(t, "aaa", 1, ""), write("list.json", "[1]")}, "list.json: not a JSON object"},
+		{"file too big", 3, []string{benchfmtFile(t, "aaa", 1, ""), sparse(t, tmp, "big.json", MaxFileBytes+1)}, "big.json: larger than 268435456 bytes"},
+		{"run too big", 3, []string{benchfmtFile(t, "aaa", 1, ""), sparse(t, tmp, "1.json", MaxFileBytes), sparse(t, tmp, "2.json", MaxFileBytes), sparse(t, tmp, "3.json", MaxFileBytes), sparse(t, tmp, "4.json", MaxFileBytes)}, "over 1073741824, the most one run may hold"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := s.Add(context.Background(), AddRequest{Commit: fmt.Sprintf("c%03d", c.commit), CommitTime: t0.Add(time.Duration(c.commit) * time.Hour), Runner: "cpu4", Files: c.files})
