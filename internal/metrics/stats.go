@@ -1,109 +1,31 @@
 package metrics
 
 import (
-	"math"
 	"slices"
 	"time"
 
 	"github.com/servegate/servegate/internal/stats"
 )
 
-// The functions in this file reproduce numpy's float64 reductions bit for
-// bit where that is cheap: sums use numpy's pairwise summation (blocks of
-// 128 with eight accumulators), the standard deviation is the population
-// one computed in two passes like np.std, and percentiles and medians
-// come from internal/stats, which matches numpy's in the last bit.
-
-// pairwiseBlock is numpy's PW_BLOCKSIZE.
-const pairwiseBlock = 128
-
-// pairwiseSum adds xs in the order numpy's add.reduce does for a
-// contiguous float64 array.
-func pairwiseSum(xs []float64) float64 {
-	n := len(xs)
-	switch {
-	case n < 8:
-		var s float64
-		for _, x := range xs {
-			s += x
-		}
-		return s
-	case n <= pairwiseBlock:
-		var r [8]float64
-		copy(r[:], xs[:8])
-		i := 8
-		for ; i < n-n%8; i += 8 {
-			r[0] += xs[i]
-			r[1] += xs[i+1]
-			r[2] += xs[i+2]
-			r[3] += xs[i+3]
-			r[4] += xs[i+4]
-			r[5] += xs[i+5]
-			r[6] += xs[i+6]
-			r[7] += xs[i+7]
-		}
-		s := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-		for ; i < n; i++ {
-			s += xs[i]
-		}
-		return s
-	default:
-		n2 := n / 2
-		n2 -= n2 % 8
-		return pairwiseSum(xs[:n2]) + pairwiseSum(xs[n2:])
-	}
-}
+// The summaries in this file reproduce numpy's float64 reductions bit
+// for bit: the mean, the population standard deviation, the percentiles
+// and the median all come from internal/stats. vLLM's rule for empty
+// input, np.mean(x or 0), is applied here.
 
 // mean is np.mean(xs or 0): 0 for an empty slice.
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	return pairwiseSum(xs) / float64(len(xs))
+	return stats.Mean(xs)
 }
 
-// std is np.std(xs or 0), the population standard deviation. The squared
-// deviations are summed in numpy's pairwise order without being stored.
+// std is np.std(xs or 0): 0 for an empty slice.
 func std(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	m := mean(xs)
-	return math.Sqrt(pairwiseSqDev(xs, m) / float64(len(xs)))
-}
-
-// pairwiseSqDev is pairwiseSum of (x-m)² over xs.
-func pairwiseSqDev(xs []float64, m float64) float64 {
-	n := len(xs)
-	sq := func(x float64) float64 { d := x - m; return d * d }
-	switch {
-	case n < 8:
-		var s float64
-		for _, x := range xs {
-			s += sq(x)
-		}
-		return s
-	case n <= pairwiseBlock:
-		var r [8]float64
-		for j := range r {
-			r[j] = sq(xs[j])
-		}
-		i := 8
-		for ; i < n-n%8; i += 8 {
-			for j := range r {
-				r[j] += sq(xs[i+j])
-			}
-		}
-		s := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-		for ; i < n; i++ {
-			s += sq(xs[i])
-		}
-		return s
-	default:
-		n2 := n / 2
-		n2 -= n2 % 8
-		return pairwiseSqDev(xs[:n2], m) + pairwiseSqDev(xs[n2:], m)
-	}
+	return stats.Std(xs)
 }
 
 // A Stats holds the summary statistics of one latency metric in

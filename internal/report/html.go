@@ -226,12 +226,8 @@ func scheduleLag(records []metrics.Record) (htmlFigure, []ReportSetting) {
 	}
 	sorted := append([]float64(nil), lags...)
 	sort.Float64s(sorted)
-	sum := 0.0
-	for _, v := range sorted {
-		sum += v
-	}
 	rows := []ReportSetting{
-		{"mean", fmt.Sprintf("%.2f ms", sum/float64(len(sorted)))},
+		{"mean", fmt.Sprintf("%.2f ms", stats.Mean(lags))},
 		{"median", fmt.Sprintf("%.2f ms", stats.MedianSorted(sorted))},
 		{"P99", fmt.Sprintf("%.2f ms", stats.QuantileSorted(sorted, 0.99))},
 		{"max", fmt.Sprintf("%.2f ms", sorted[len(sorted)-1])},
