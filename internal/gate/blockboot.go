@@ -152,7 +152,7 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 				drawn++
 			}
 		}
-		x, err := logRatio(countedQuantile(bs, cntB, n, q), countedQuantile(hs, cntH, n, q))
+		x, err := logRatio(stats.QuantileCounted(bs, cntB, n, q), stats.QuantileCounted(hs, cntH, n, q))
 		if err != nil {
 			return PairEstimate{}, err
 		}
@@ -177,29 +177,6 @@ func ranked(ps []RequestPair, value func(RequestPair) float64) ([]float64, []int
 		sorted[r], rank[i] = value(ps[i]), r
 	}
 	return sorted, rank
-}
-
-// countedQuantile is the q-quantile, interpolated as stats.QuantileSorted does,
-// of the multiset of m values that holds sorted[r] count[r] times.
-func countedQuantile(sorted []float64, count []int, m int, q float64) float64 {
-	h := q * float64(m-1)
-	lo := int(math.Floor(h))
-	// at returns the value at ascending position pos of the multiset.
-	at := func(pos int) float64 {
-		c := 0
-		for r, k := range count {
-			c += k
-			if c > pos {
-				return sorted[r]
-			}
-		}
-		return sorted[len(sorted)-1]
-	}
-	if lo >= m-1 {
-		return at(m - 1)
-	}
-	a := at(lo)
-	return a + (h-float64(lo))*(at(lo+1)-a)
 }
 
 // logRatio is log(head/base) of two figures, an error unless both are

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 
@@ -99,31 +98,6 @@ func TestSequentialDecideErrors(t *testing.T) {
 			_, err := tt.s.Decide(tt.est, tt.tol, tt.better)
 			require.ErrorContains(t, err, tt.want)
 		})
-	}
-}
-
-// TestCountedQuantile checks the bootstrap's O(n) quantile against the
-// sorted one on random multisets.
-func TestCountedQuantile(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		n := 1 + rng.IntN(300)
-		sorted := make([]float64, n)
-		for i := range sorted {
-			sorted[i] = rng.ExpFloat64()
-		}
-		sort.Float64s(sorted)
-		count := make([]int, n)
-		var drawn []float64
-		for range n {
-			r := rng.IntN(n)
-			count[r]++
-			drawn = append(drawn, sorted[r])
-		}
-		for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
-			want := stats.Quantile(append([]float64(nil), drawn...), q)
-			require.InDelta(t, want, countedQuantile(sorted, count, n, q), 1e-12, "n %d q %v", n, q)
-		}
 	}
 }
 

@@ -43,6 +43,35 @@ func QuantileSorted(sorted []float64, q float64) float64 {
 	return lerp(sorted[int(lo)], sorted[int(lo)+1], vi-lo)
 }
 
+// QuantileCounted is QuantileSorted of the multiset of m values that
+// holds sorted[r] count[r] times, without building it. A bootstrap that
+// redraws a sample counts how often each value is drawn and asks this.
+func QuantileCounted(sorted []float64, count []int, m int, q float64) float64 {
+	if m == 0 || math.IsNaN(q) {
+		return math.NaN()
+	}
+	// at is the value at ascending position pos of the multiset.
+	at := func(pos int) float64 {
+		c := 0
+		for r, k := range count {
+			c += k
+			if c > pos {
+				return sorted[r]
+			}
+		}
+		return sorted[len(sorted)-1]
+	}
+	vi := float64(m-1) * q
+	if vi >= float64(m-1) {
+		return at(m - 1)
+	}
+	if vi < 0 {
+		return at(0)
+	}
+	lo := math.Floor(vi)
+	return lerp(at(int(lo)), at(int(lo)+1), vi-lo)
+}
+
 // lerp is numpy's _lerp: a + (b-a)·t, computed from b's side when
 // t ≥ 0.5. The two-sided form keeps numpy's rounding in the last bit.
 func lerp(a, b, t float64) float64 {
