@@ -77,25 +77,15 @@ func checkDrift(est []PairEstimate, tolerance, share float64) (Drift, error) {
 	if !(tolerance > 0 && tolerance < 1) {
 		return Drift{}, fmt.Errorf("drift: tolerance %v: want a relative tolerance in (0, 1)", tolerance)
 	}
-	k := float64(len(est))
-	var sumD, sumV float64
 	for i, e := range est {
 		if math.IsNaN(e.D) || math.IsInf(e.D, 0) || !(e.SE >= 0) || math.IsInf(e.SE, 0) {
 			return Drift{}, fmt.Errorf("drift: fresh run %d: log ratio %v, standard error %v: want finite values", i+1, e.D, e.SE)
 		}
-		sumD += e.D
-		sumV += e.SE * e.SE
 	}
-	d := Drift{Runs: len(est), D: sumD / k, Limit: share * math.Log(1+tolerance)}
-	v := sumV / (k * k)
-	if len(est) >= 3 {
-		var ss float64
-		for _, e := range est {
-			ss += (e.D - d.D) * (e.D - d.D)
-		}
-		v = math.Max(v, ss/(k-1)/k)
-	}
-	d.SE = math.Sqrt(v)
+	d := Drift{Runs: len(est), Limit: share * math.Log(1+tolerance)}
+	// The fresh runs pool as the verdict's pairs do, with the spread
+	// between runs taken as exact.
+	d.D, d.SE = Sequential{}.pool(est)
 	drift := fmt.Sprintf("%s (±%.1f%%) over %d fresh base run(s)", pct(math.Expm1(d.D)), 100*d.SE, d.Runs)
 	limit := fmt.Sprintf("±%.2f%%", 100*math.Expm1(d.Limit))
 	switch {
