@@ -23,6 +23,8 @@ type Chart struct {
 	XLabel, YLabel string
 	// IntX keeps only the whole x ticks, such as turn numbers.
 	IntX bool
+	// Class is more classes of the svg element, after "chart".
+	Class string
 	// Body holds the image's elements. Callers write their marks here.
 	Body strings.Builder
 }
@@ -68,8 +70,12 @@ func (c *Chart) Axes(label func(float64) string) {
 // Body. title is its accessible name. attrs are more attributes, each
 // with a leading space, already escaped.
 func (c *Chart) SVG(title, attrs string) string {
-	return fmt.Sprintf(`<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg"%s>%s</svg>`,
-		c.W, c.H, html.EscapeString(title), attrs, c.Body.String())
+	class := "chart"
+	if c.Class != "" {
+		class += " " + html.EscapeString(c.Class)
+	}
+	return fmt.Sprintf(`<svg class="%s" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg"%s>%s</svg>`,
+		class, c.W, c.H, html.EscapeString(title), attrs, c.Body.String())
 }
 
 // Ticks returns about n round values inside [lo, hi]: whole multiples

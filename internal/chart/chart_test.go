@@ -77,3 +77,11 @@ func TestSVGEscapes(t *testing.T) {
 		t.Errorf("svg opens %.120s", svg)
 	}
 }
+
+// TestSVGClass: a chart's own classes follow "chart" in the class attribute.
+func TestSVGClass(t *testing.T) {
+	c := Chart{W: 10, H: 20, Class: "bars"}
+	if svg := c.SVG("t", ""); !strings.HasPrefix(svg, `<svg class="chart bars" viewBox="0 0 10 20"`) {
+		t.Errorf("svg opens %.60s", svg)
+	}
+}

@@ -158,17 +158,15 @@ func barsSVG(title string, labels []string, counts []int) template.HTML {
 		top = max(top, n)
 	}
 	rowH := 26.0
-	h := 12 + rowH*float64(len(labels))
-	var b strings.Builder
+	c := &chart.Chart{W: 560, H: 12 + rowH*float64(len(labels)), Class: "bars"}
 	for i, l := range labels {
 		y := 6 + rowH*float64(i)
 		w := 340 * float64(counts[i]) / float64(max(top, 1))
-		fmt.Fprintf(&b, `<text class="tick" x="150" y="%.1f" text-anchor="end">%s</text>`, y+15, html.EscapeString(l))
-		fmt.Fprintf(&b, `<rect class="bar fail" x="158" y="%.1f" width="%.1f" height="18"/>`, y+2, math.Max(w, 1))
-		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%.1f">%d</text>`, 164+w, y+15, counts[i])
+		fmt.Fprintf(&c.Body, `<text class="tick" x="150" y="%.1f" text-anchor="end">%s</text>`, y+15, html.EscapeString(l))
+		fmt.Fprintf(&c.Body, `<rect class="bar fail" x="158" y="%.1f" width="%.1f" height="18"/>`, y+2, math.Max(w, 1))
+		fmt.Fprintf(&c.Body, `<text class="tick" x="%.1f" y="%.1f">%d</text>`, 164+w, y+15, counts[i])
 	}
-	return template.HTML(fmt.Sprintf(`<svg class="chart bars" viewBox="0 0 560 %.0f" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">%s</svg>`,
-		h, html.EscapeString(title), b.String()))
+	return svg(c, title)
 }
 
 func emptySVG(title string) template.HTML {
