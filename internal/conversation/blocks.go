@@ -134,7 +134,12 @@ func traceConversation(l traceLine, block int, tok *tokenizer.Tokenizer, v *bloc
 				n++
 			}
 		}
+		// The builder's doubling leaves up to half its room unused, held
+		// for the whole run: a copy of the exact size holds the text alone.
 		turn.User, turn.UserTokens = b.String(), n
+		if b.Cap() > len(turn.User)+len(turn.User)/16 {
+			turn.User = strings.Clone(turn.User)
+		}
 		c.Turns = []Turn{turn}
 		return c
 	}

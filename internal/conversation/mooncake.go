@@ -48,12 +48,25 @@ type traceLine struct {
 // fallback), the blocks are decoded ids and the text is fixed up at its
 // end to count input_length tokens (vLLM's random-dataset fix-up).
 func readTrace(ctx context.Context, path string, block, maxRequests int, tok *tokenizer.Tokenizer, seed int64) ([]Conversation, error) {
-	lines, err := scanTrace(ctx, path, block, maxRequests)
+	var convs []Conversation
+	var vocab *blockVocab
+	err := scanTrace(ctx, path, block, maxRequests, func(lines []traceLine) error {
+		if vocab == nil {
+			vocab = blockVocabOf(tok)
+		}
+		start := len(convs)
+		convs = append(convs, make([]Conversation, len(lines))...)
+		buildTrace(ctx, lines, convs[start:], block, tok, vocab, seed)
+		return ctx.Err()
+	})
 	if err != nil {
 		return nil, err
 	}
-	vocab := blockVocabOf(tok)
-	convs := make([]Conversation, len(lines))
+	return convs, nil
+}
+
+// buildTrace builds the conversations of lines into convs, in parallel.
+func buildTrace(ctx context.Context, lines []traceLine, convs []Conversation, block int, tok *tokenizer.Tokenizer, vocab *blockVocab, seed int64) {
 	var next sync.Mutex
 	i := 0
 	var wg sync.WaitGroup
@@ -74,11 +87,16 @@ func readTrace(ctx context.Context, path string, block, maxRequests int, tok *to
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return convs, nil
 }
+
+// A batch of trace lines is built once it holds batchTokens input tokens
+// or batchLines lines. Its hash ids are dropped then: at block_size 1
+// they take 8 bytes a token, as much as the text, and held for the whole
+// trace they doubled the peak memory of a load.
+const (
+	batchTokens = 1 << 20
+	batchLines  = 256
+)
 
 // maxTraceMs is the largest trace timestamp, in milliseconds (about 292
 // years): one below the last whole millisecond a time.Duration holds, so
@@ -88,31 +106,37 @@ const maxTraceMs = float64(math.MaxInt64/int64(time.Millisecond)) - 1
 
 // scanTrace streams the trace's lines and checks each: its keys, its
 // timestamp against the previous line's, its hash ids against its input
-// length.
-func scanTrace(ctx context.Context, path string, block, maxRequests int) ([]traceLine, error) {
+// length. It hands the lines to build in batches, in order.
+func scanTrace(ctx context.Context, path string, block, maxRequests int, build func([]traceLine) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, min(64<<10, lineLimit)), lineLimit)
-	var out []traceLine
+	var out []traceLine // the batch
 	var first, prev float64
-	prevLine, total, n := 0, 0, 0
-	for (maxRequests == 0 || len(out) < maxRequests) && sc.Scan() {
+	prevLine, total, n, count, batch := 0, 0, 0, 0, 0
+	flush := func() error {
+		err := build(out)
+		clear(out) // the hash ids
+		out, batch = out[:0], 0
+		return err
+	}
+	for (maxRequests == 0 || count < maxRequests) && sc.Scan() {
 		n++
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
 			continue
 		}
-		if len(out) == MaxConversations {
-			return nil, fileErr(path, n, "more than %d requests", MaxConversations)
+		if count == MaxConversations {
+			return fileErr(path, n, "more than %d requests", MaxConversations)
 		}
 		var rec struct {
 			Timestamp    *float64 `json:"timestamp"`
@@ -121,52 +145,61 @@ func scanTrace(ctx context.Context, path string, block, maxRequests int) ([]trac
 			HashIDs      *[]int64 `json:"hash_ids"`
 		}
 		if err := json.Unmarshal(text, &rec); err != nil {
-			return nil, fileErr(path, n, "%s", traceJSONMsg(err))
+			return fileErr(path, n, "%s", traceJSONMsg(err))
 		}
 		for _, k := range []struct {
 			key string
 			set bool
 		}{{"timestamp", rec.Timestamp != nil}, {"input_length", rec.InputLength != nil}, {"output_length", rec.OutputLength != nil}, {"hash_ids", rec.HashIDs != nil}} {
 			if !k.set {
-				return nil, fileErr(path, n, "%s: missing", k.key)
+				return fileErr(path, n, "%s: missing", k.key)
 			}
 		}
 		ts, in, outLen, hashes := *rec.Timestamp, *rec.InputLength, *rec.OutputLength, *rec.HashIDs
 		switch {
 		case !(ts >= 0) || ts > maxTraceMs:
-			return nil, fileErr(path, n, "timestamp: %v: want milliseconds from 0", ts)
-		case len(out) > 0 && ts < prev:
-			return nil, fileErr(path, n, "timestamp: %v is before line %d's %v; a trace runs forward in time", ts, prevLine, prev)
+			return fileErr(path, n, "timestamp: %v: want milliseconds from 0", ts)
+		case count > 0 && ts < prev:
+			return fileErr(path, n, "timestamp: %v is before line %d's %v; a trace runs forward in time", ts, prevLine, prev)
 		case in < 1 || in > MaxTokens:
-			return nil, fileErr(path, n, "input_length: %d: want 1 to %d", in, MaxTokens)
+			return fileErr(path, n, "input_length: %d: want 1 to %d", in, MaxTokens)
 		case outLen < 1 || outLen > MaxTokens:
-			return nil, fileErr(path, n, "output_length: %d: want 1 to %d", outLen, MaxTokens)
+			return fileErr(path, n, "output_length: %d: want 1 to %d", outLen, MaxTokens)
 		}
 		if need := (in + block - 1) / block; len(hashes) != need {
 			if len(hashes) < need {
-				return nil, fileErr(path, n, "hash_ids: %d blocks of %d tokens cover %d tokens, short of input_length %d (it needs %d blocks)", len(hashes), block, len(hashes)*block, in, need)
+				return fileErr(path, n, "hash_ids: %d blocks of %d tokens cover %d tokens, short of input_length %d (it needs %d blocks)", len(hashes), block, len(hashes)*block, in, need)
 			}
-			return nil, fileErr(path, n, "hash_ids: %d blocks, but input_length %d needs %d blocks of %d tokens; is block_size right?", len(hashes), in, need, block)
+			return fileErr(path, n, "hash_ids: %d blocks, but input_length %d needs %d blocks of %d tokens; is block_size right?", len(hashes), in, need, block)
 		}
 		if total += in; total > totalLimit {
-			return nil, fileErr(path, n, "the input lengths so far add up to over %d tokens; replay a window of the trace with max_requests", totalLimit)
+			return fileErr(path, n, "the input lengths so far add up to over %d tokens; replay a window of the trace with max_requests", totalLimit)
 		}
-		if len(out) == 0 {
+		if count == 0 {
 			first = ts
 		}
 		prev, prevLine = ts, n
 		out = append(out, traceLine{line: n, at: time.Duration((ts - first) * float64(time.Millisecond)), input: in, output: outLen, hashes: hashes})
+		count++
+		if batch += in; batch >= batchTokens || len(out) == batchLines {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fileErr(path, n+1, "longer than %d bytes", lineLimit)
+			return fileErr(path, n+1, "longer than %d bytes", lineLimit)
 		}
-		return nil, fmt.Errorf("read trace: %w", err)
+		return fmt.Errorf("read trace: %w", err)
 	}
-	if len(out) == 0 {
-		return nil, fileErr(path, 0, "no requests")
+	if count == 0 {
+		return fileErr(path, 0, "no requests")
 	}
-	return out, nil
+	if len(out) > 0 {
+		return flush()
+	}
+	return nil
 }
 
 // traceJSONMsg says what is wrong with a trace line's JSON.
