@@ -159,9 +159,7 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 		sum += x
 		sumSq += x * x
 	}
-	mean := sum / float64(reps)
-	v := math.Max(0, (sumSq-float64(reps)*mean*mean)/float64(reps-1))
-	return PairEstimate{D: d, SE: math.Sqrt(v), Requests: n, Block: block}, nil
+	return PairEstimate{D: d, SE: replicateSD(sum, sumSq, reps), Requests: n, Block: block}, nil
 }
 
 // ranked returns the values of ps sorted, and the rank of each pair's
@@ -177,6 +175,13 @@ func ranked(ps []RequestPair, value func(RequestPair) float64) ([]float64, []int
 		sorted[r], rank[i] = value(ps[i]), r
 	}
 	return sorted, rank
+}
+
+// replicateSD is the sample standard deviation of reps bootstrap
+// replicates from their sum and sum of squares: the standard error.
+func replicateSD(sum, sumSq float64, reps int) float64 {
+	mean := sum / float64(reps)
+	return math.Sqrt(math.Max(0, (sumSq-float64(reps)*mean*mean)/float64(reps-1)))
 }
 
 // logRatio is log(head/base) of two figures, an error unless both are
@@ -251,9 +256,7 @@ func BootstrapCount(pairs []RequestPair, offset float64, reps, block int, rng *r
 		sum += x
 		sumSq += x * x
 	}
-	mean := sum / float64(reps)
-	v := math.Max(0, (sumSq-float64(reps)*mean*mean)/float64(reps-1))
-	return PairEstimate{D: d, SE: math.Sqrt(v), Requests: n, Block: block}, nil
+	return PairEstimate{D: d, SE: replicateSD(sum, sumSq, reps), Requests: n, Block: block}, nil
 }
 
 // errNoHeadCount is BootstrapCount's error when no request of head
