@@ -5,12 +5,16 @@
 //	mkdir /tmp/before && git archive a55975a | tar -x -C /tmp/before
 //	go run ./tools/housemetrics -repo . -rev a55975a /tmp/before
 //	go run ./tools/housemetrics -since a55975a .
+//	go run ./tools/housemetrics -packages -duplicates /tmp/before
 //
 // Counts cover non-test Go files of the root module. Nested modules,
 // testdata and hidden directories are left out. A package is importable
 // when it is not a command and no path element is "internal". Exported
 // names are top-level functions, types, variables and constants; "with
 // methods" adds the exported methods of exported types.
+//
+// With -duplicates it also counts the pairs that the duplicates command
+// finds among the files outside tests.
 //
 // A comment sentence ends at ".", "!" or "?" before a space or the end.
 // Code lines in comments (indented) are left out. Its marks are the
@@ -34,6 +38,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/servegate/servegate/internal/stats"
 )
 
 func main() {
@@ -41,6 +47,7 @@ func main() {
 	repo := flag.String("repo", "", "the git `checkout` whose subjects to read (default: the directory measured)")
 	rev := flag.String("rev", "HEAD", "the `revision` whose commit subjects to read")
 	perPkg := flag.Bool("packages", false, "print each package's exported names and lines")
+	dup := flag.Bool("duplicates", false, "count the duplicates command's pairs among the non-test files")
 	flag.Parse()
 	root := "."
 	if flag.NArg() > 0 {
@@ -49,7 +56,7 @@ func main() {
 	if *repo == "" {
 		*repo = root
 	}
-	if err := run(os.Stdout, root, *repo, *rev, *since, *perPkg); err != nil {
+	if err := run(os.Stdout, root, *repo, *rev, *since, *perPkg, *dup); err != nil {
 		fmt.Fprintln(os.Stderr, "housemetrics:", err)
 		os.Exit(1)
 	}
@@ -66,7 +73,7 @@ type pkg struct {
 	importable, isCmd bool
 }
 
-func run(w *os.File, root, repo, rev, since string, perPkg bool) error {
+func run(w *os.File, root, repo, rev, since string, perPkg, dup bool) error {
 	pkgs, err := scan(root)
 	if err != nil {
 		return err
@@ -123,6 +130,11 @@ func run(w *os.File, root, repo, rev, since string, perPkg bool) error {
 	}
 	if n > 0 {
 		fmt.Fprintf(w, "largest doc: %s, %d lines\n", doc, n)
+	}
+	if dup {
+		if err := duplicatePairs(w, root); err != nil {
+			return err
+		}
 	}
 	if err := subjects(w, repo, rev, "all commits to "+rev); err != nil {
 		return err
@@ -315,6 +327,65 @@ func largestDoc(root string) (string, int, error) {
 	return "docs/" + best, most, nil
 }
 
+// duplicatePairs prints how many pairs the duplicates command finds
+// among root's files outside tests. It copies every file but *_test.go,
+// testdata and hidden directories to a scratch directory and runs the
+// command there.
+func duplicatePairs(w *os.File, root string) error {
+	if _, err := exec.LookPath("duplicates"); err != nil {
+		fmt.Fprintln(w, "duplicates pairs outside tests: not measured (no duplicates command on PATH)")
+		return nil
+	}
+	tmp, err := os.MkdirTemp("", "housemetrics-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, "_test.go") || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(tmp, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("duplicates", "--repo", tmp, "--most", "1", "--seconds", "120")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("duplicates: %v", err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	pairs := "0"
+	if f := strings.Fields(first); len(f) > 0 && f[0] != "no" {
+		pairs = f[0]
+	}
+	fmt.Fprintf(w, "duplicates pairs outside tests: %s (%s)\n", pairs, first)
+	return nil
+}
+
 // subjects prints the lengths of the commit subjects of a revision range.
 func subjects(w *os.File, root, revs, what string) error {
 	cmd := exec.Command("git", "log", "--format=%s", revs)
@@ -324,15 +395,14 @@ func subjects(w *os.File, root, revs, what string) error {
 		fmt.Fprintf(w, "commit subjects (%s): none read (git log: %v)\n", what, err)
 		return nil
 	}
-	var lens []int
+	var lens []float64
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		lens = append(lens, len([]rune(sc.Text())))
+		lens = append(lens, float64(len([]rune(sc.Text()))))
 	}
 	if len(lens) == 0 {
 		return nil
 	}
-	slices.Sort(lens)
 	over72, over200 := 0, 0
 	for _, n := range lens {
 		if n > 72 {
@@ -342,12 +412,7 @@ func subjects(w *os.File, root, revs, what string) error {
 			over200++
 		}
 	}
-	fmt.Fprintf(w, "commit subjects (%s): %d, median %d characters, %d over 72, %d over 200\n",
-		what, len(lens), median(lens), over72, over200)
+	fmt.Fprintf(w, "commit subjects (%s): %d, median %g characters, %d over 72, %d over 200\n",
+		what, len(lens), stats.Median(lens), over72, over200)
 	return nil
-}
-
-// median is the middle of sorted lens, the lower one of an even count.
-func median(lens []int) int {
-	return lens[(len(lens)-1)/2]
 }
