@@ -219,7 +219,43 @@ func RunSessions(ctx context.Context, cfg Config, sess Sessions) (*Result, error
 	if runCtx.Err() != nil && cut(res.Records) {
 		res.Stopped = context.Cause(runCtx)
 	}
+	if err := toolsCutWarning(&sess, measured, res.Records); err != nil {
+		res.Warnings = append(res.Warnings, err)
+	}
 	return res, nil
+}
+
+// toolsCutWarning warns of a run that declares tools, gets no tool call
+// and has answers stopped at max_tokens. A call cut short comes back as
+// text, so such a run has 0 tool rounds and says nothing else: with
+// tool_call_rate 1, the simulator answers max_tokens 12 with text.
+func toolsCutWarning(sess *Sessions, convs []conversation.Conversation, recs []metrics.Record) error {
+	if len(sess.Tools) == 0 {
+		return nil
+	}
+	ok, cut := 0, 0
+	for _, r := range recs {
+		if len(r.ToolCalls) > 0 {
+			return nil
+		}
+		if r.Success {
+			ok++
+			if r.FinishReason == "length" {
+				cut++
+			}
+		}
+	}
+	if cut == 0 {
+		return nil
+	}
+	most := 0
+	for _, c := range convs {
+		for _, t := range c.Turns {
+			most = max(most, t.MaxTokens)
+		}
+	}
+	return fmt.Errorf("sessions: tools are declared, but no answer held a tool call and %d of %d answers stopped at max_tokens (finish_reason \"length\"; the largest max_tokens is %d): a tool call cut short comes back as text, so the run has 0 tool rounds; give the answers room for a whole call (the simulator's takes about 22 tokens plus tool_call_arg_tokens, 16 by default)",
+		cut, ok, most)
 }
 
 func cmpOr(a, b int) int {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -181,4 +182,41 @@ func TestSessionsToolLoopStopsAtTheCap(t *testing.T) {
 	assert.Equal(t, 4.0, hits)
 	assert.Equal(t, 8.0, rounds)
 	assert.Equal(t, 2.0, mean)
+}
+
+// A server that would call a tool on every answer, with max_tokens too
+// small for a whole call, answers with text cut at max_tokens: the run
+// has 0 tool rounds, and a warning says why and what to change. With room
+// for the call there is no warning.
+func TestSessionsToolCallsCutShortWarn(t *testing.T) {
+	url, _ := recordingSim(t, "x-session-id", map[string]string{"tool_call_rate": "1"})
+	cfg := chatConfig(url)
+	cfg.Model = "servegate/sim-instant"
+	tools := json.RawMessage(`[{"type":"function","function":{"name":"search","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]`)
+	for _, c := range []struct {
+		maxTokens int
+		warn      bool
+	}{{4, true}, {12, true}, {64, false}} {
+		cs := convs(2, 2)
+		for i := range cs {
+			for j := range cs[i].Turns {
+				cs[i].Turns[j].MaxTokens = c.maxTokens
+			}
+		}
+		res, err := RunSessions(t.Context(), cfg, Sessions{Conversations: cs, Tools: tools, ToolLatency: constant(0), ToolResultTokens: constant(7)})
+		require.NoError(t, err)
+		s := metrics.Summarize(res.Records, res.Duration, metrics.Options{})
+		rounds, _ := s.Value(metrics.ToolRounds)
+		if !c.warn {
+			assert.Positive(t, rounds, "max_tokens %d", c.maxTokens)
+			assert.Empty(t, res.Warnings, "max_tokens %d", c.maxTokens)
+			continue
+		}
+		assert.Zero(t, rounds, "max_tokens %d", c.maxTokens)
+		require.Len(t, res.Warnings, 1, "max_tokens %d", c.maxTokens)
+		w := res.Warnings[0].Error()
+		for _, want := range []string{"no answer held a tool call", "4 of 4 answers stopped at max_tokens", fmt.Sprintf("the largest max_tokens is %d", c.maxTokens), "0 tool rounds", "tool_call_arg_tokens"} {
+			assert.Contains(t, w, want)
+		}
+	}
 }
