@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/servegate/servegate/internal/gate"
 	"github.com/servegate/servegate/internal/mdsafe"
@@ -82,24 +83,42 @@ func writeRegressions(b *strings.Builder, rep *gate.Report, in Input) {
 	}
 	fmt.Fprintf(b, "**Regressed (%d):**\n\n", len(fails))
 	for i, c := range fails {
-		// The list is cut at half the comment, or a broken build that
-		// regresses every unit makes a body GitHub refuses.
-		if b.Len() > maxList {
-			fmt.Fprintf(b, "- … and %d more: see the gate's report below\n", len(fails)-i)
-			break
-		}
 		p := c.PAdjusted
 		if p == 0 {
 			p = c.P
 		}
-		fmt.Fprintf(b, "- %s of %s: %s (%s; base %s, head %s)", mdsafe.Code(c.Unit), mdsafe.Code(c.Benchmark),
+		item := fmt.Sprintf("- %s of %s: %s (%s; base %s, head %s)", mdsafe.Code(shortName(c.Unit)), mdsafe.Code(shortName(c.Benchmark)),
 			change(c.Delta), pValue(p), side(c.Base), side(c.Head))
 		if in.SiteURL != "" {
-			fmt.Fprintf(b, ", [chart](%s)", mdsafe.URL(site.ChartURL(in.SiteURL, in.Runner, c.Benchmark, c.Unit)))
+			item += fmt.Sprintf(", [chart](%s)", mdsafe.URL(site.ChartURL(in.SiteURL, in.Runner, c.Benchmark, c.Unit)))
 		}
-		b.WriteString("\n")
+		// The list is cut at half the comment, or a broken build that
+		// regresses every unit makes a body GitHub refuses.
+		if b.Len()+len(item) > maxList {
+			fmt.Fprintf(b, "- … and %d more: see the gate's report below\n", len(fails)-i)
+			break
+		}
+		b.WriteString(item + "\n")
 	}
 	b.WriteString("\n")
+}
+
+// maxName is the most bytes of a name the list shows. A longer name is
+// cut and ends in "…". One name of 70000 bytes made a body of twice
+// GitHub's limit. GitHub refuses such a body, so the verdict was not
+// posted, and an earlier verdict's comment stayed as it was.
+const maxName = 200
+
+// shortName cuts s to maxName bytes on a character boundary.
+func shortName(s string) string {
+	if len(s) <= maxName {
+		return s
+	}
+	n := maxName
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // runs returns the most base and head runs of any comparison.

@@ -2,9 +2,11 @@ package comment
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,4 +139,28 @@ func TestCut(t *testing.T) {
 		assert.Equal(t, c.want, got, "%q cut at %d", c.md, c.n)
 		assert.LessOrEqual(t, len(got), c.n)
 	}
+}
+
+// TestLongNamesFit: a name far longer than a comment, or many long
+// names, still make a body GitHub takes, with every name cut to maxName
+// bytes. One name of 70000 bytes made a body of 140661 bytes.
+func TestLongNamesFit(t *testing.T) {
+	long := strings.Repeat("ü", 35000)
+	for _, names := range [][]string{
+		{long},
+		{strings.Repeat("`", 70000)},
+		{long + "1", long + "2", long + "3", long + "4"},
+	} {
+		body := hostileBody(t, names)
+		assert.LessOrEqual(t, len(body), MaxBody)
+		assert.Contains(t, body, "…")
+		assert.True(t, utf8.ValidString(body))
+	}
+	many := make([]string, 2000)
+	for i := range many {
+		many[i] = fmt.Sprintf("%s%d", strings.Repeat("n", 150), i)
+	}
+	body := hostileBody(t, many)
+	assert.LessOrEqual(t, len(body), MaxBody)
+	assert.Contains(t, body, "more: see the gate's report below")
 }
