@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/internal/gate/accuracy"
 	"github.com/servegate/servegate/internal/sim"
 	"github.com/servegate/servegate/internal/stats"
 )
@@ -32,21 +33,21 @@ type historyRun func(ctx context.Context, slowdown float64, i int) (map[string]f
 
 // TestHistorySimulator runs change-point mode on the simulator's engine
 // in simulated time (sim.Replay): the accuracy scenario's burst of
-// simRequests requests, its jitter seeded by the run's number. History
-// must name the ninth commit (or a neighbour) as a regression of median
+// accuracy.SimRequests requests, its jitter seeded by the run's number.
+// History must name the ninth commit (or a neighbour) as a regression of median
 // TTFT. Replay's clock does not read the machine's, so the figures and
 // the verdict are the same on every run and every machine: the test
 // fails only when the engine or the change-point analysis changed.
 func TestHistorySimulator(t *testing.T) {
-	p := simParams(t)
-	samples := make([]sim.VirtualRequest, simRequests)
+	p := accuracy.SimParams(t)
+	samples := make([]sim.VirtualRequest, accuracy.SimRequests)
 	for i := range samples {
-		prompt := make([]int, simPromptLen)
+		prompt := make([]int, accuracy.SimPromptLen)
 		for k := range prompt {
 			prompt[k] = 1000 + k
 		}
-		prompt[simPromptLen-1] = i // one token tells the requests apart, as the HTTP runs' prompts do
-		samples[i] = sim.VirtualRequest{Prompt: prompt, MaxTokens: simOutputLen}
+		prompt[accuracy.SimPromptLen-1] = i // one token tells the requests apart, as the HTTP runs' prompts do
+		samples[i] = sim.VirtualRequest{Prompt: prompt, MaxTokens: accuracy.SimOutputLen}
 	}
 	run := func(ctx context.Context, slowdown float64, i int) (map[string]float64, error) {
 		q := p
@@ -62,7 +63,7 @@ func TestHistorySimulator(t *testing.T) {
 }
 
 // replayMetrics summarises a replay as the HTTP runs' metrics are: TTFT
-// quantiles, goodput (TTFT within simTTFTSLO, per second of the run)
+// quantiles, goodput (TTFT within accuracy.SimTTFTSLO, per second of the run)
 // and the failure ratio.
 func replayMetrics(res []sim.VirtualResult) (map[string]float64, error) {
 	ttft := make([]float64, 0, len(res))
@@ -74,7 +75,7 @@ func replayMetrics(res []sim.VirtualResult) (map[string]float64, error) {
 		}
 		first := r.TokenTimes[0].Seconds()
 		ttft = append(ttft, first)
-		if first*1000 <= simTTFTSLO {
+		if first*1000 <= accuracy.SimTTFTSLO {
 			good++
 		}
 		end = max(end, r.Sent+r.TokenTimes[len(r.TokenTimes)-1])
@@ -97,7 +98,7 @@ func TestHistorySimulatorRealTime(t *testing.T) {
 	if os.Getenv("SERVEGATE_ACCURACY_HISTORY") == "" {
 		t.Skip("real-time simulator runs, whose outcome rides on the machine's noise: set SERVEGATE_ACCURACY_HISTORY=1 to run it")
 	}
-	run := simulatorRun(t)
+	run := accuracy.SimulatorRun(t)
 	checkHistory(t, func(ctx context.Context, slowdown float64, _ int) (map[string]float64, error) {
 		return run(ctx, slowdown)
 	})
@@ -133,7 +134,7 @@ func checkHistory(t *testing.T, run historyRun) {
 	require.NoError(t, err)
 	var buf strings.Builder
 	require.NoError(t, rep.WriteText(&buf))
-	t.Logf("load average %s\n%s", loadAverage(), buf.String())
+	t.Logf("load average %s\n%s", accuracy.LoadAverage(), buf.String())
 	assert.Equal(t, Fail, rep.Verdict)
 	found := false
 	for _, s := range rep.Series {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servegate/servegate/internal/gate/accuracy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,8 +21,8 @@ func TestServerMoves(t *testing.T) {
 		head = append(head, map[string]float64{"fail-ratio": 0, "ttft-p99-sec": 0.150 + d, "server-preemptions": 37, "server-kv-peak-ratio": 0.40 + d})
 	}
 	rep, err := Run(context.Background(), Config{
-		Base: []string{writeRuns(t, dir, "base", base, false)},
-		Head: []string{writeRuns(t, dir, "head", head, false)},
+		Base: []string{accuracy.WriteRuns(t, dir, "base", base, false)},
+		Head: []string{accuracy.WriteRuns(t, dir, "head", head, false)},
 	})
 	require.NoError(t, err)
 	require.Equal(t, Fail, rep.Verdict)
@@ -33,8 +34,8 @@ func TestServerMoves(t *testing.T) {
 	assert.Equal(t, "Scenarios/scenario=accuracy: server metrics moved: server-preemptions 0 → 37\n", b.String())
 
 	rep, err = Run(context.Background(), Config{
-		Base: []string{writeRuns(t, dir, "base", base, false)},
-		Head: []string{writeRuns(t, dir, "base2", base, false)},
+		Base: []string{accuracy.WriteRuns(t, dir, "base", base, false)},
+		Head: []string{accuracy.WriteRuns(t, dir, "base2", base, false)},
 	})
 	require.NoError(t, err)
 	assert.Empty(t, rep.ServerMoves(), "no regression, nothing to explain")

@@ -1,4 +1,4 @@
-package gate
+package accuracy
 
 import (
 	"context"
@@ -8,37 +8,42 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/servegate/servegate/internal/dataset"
 	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/metrics"
 	"github.com/servegate/servegate/internal/report"
 	"github.com/servegate/servegate/internal/sim"
+	"github.com/stretchr/testify/require"
 )
 
-// Scenario of one simulator run: a burst of simRequests chat requests of
-// simOutputLen tokens against a simulator with 10 ms engine steps, 4
+// A RunFunc performs one benchmark run of a server slowed down by the
+// given factor (1 = unchanged) and returns its metrics by benchstat unit.
+type RunFunc func(ctx context.Context, slowdown float64) (map[string]float64, error)
+
+// Scenario of one simulator run: a burst of SimRequests chat requests of
+// SimOutputLen tokens against a simulator with 10 ms engine steps, 4
 // sequences per step and 5% step jitter. The 99th-percentile TTFT is that
 // of the fourth wave, about sixteen steps (~160 ms): long enough that the
 // slowdown knob shows through the scheduling noise of a shared machine,
 // short enough that a run takes about a fifth of a second.
 const (
-	simRequests  = 16
-	simPromptLen = 64
-	simOutputLen = 4
-	simTTFTSLO   = 250.0 // goodput SLO on TTFT, ms
+	SimRequests  = 16
+	SimPromptLen = 64
+	SimOutputLen = 4
+	SimTTFTSLO   = 250.0 // goodput SLO on TTFT, ms
 )
 
-// simParams are the simulator knobs of the accuracy runs.
-func simParams(tb testing.TB) sim.Params {
+// SimParams are the simulator knobs of the accuracy runs.
+func SimParams(tb testing.TB) sim.Params {
 	tb.Helper()
 	p, err := sim.LoadProfile("")
 	require.NoError(tb, err)
@@ -51,11 +56,11 @@ func simParams(tb testing.TB) sim.Params {
 	return p
 }
 
-// simulatorRun returns a runFunc that drives an in-process simulator with
+// SimulatorRun returns a RunFunc that drives an in-process simulator with
 // servegate's engine and summarises the run with its metrics package, the
 // path a scenario benchmark takes. One server per slowdown factor lives
 // for the whole test.
-func simulatorRun(tb testing.TB) runFunc {
+func SimulatorRun(tb testing.TB) RunFunc {
 	tb.Helper()
 	r := newSimRunner(tb)
 	var seed atomic.Int64
@@ -92,13 +97,13 @@ func newSimRunner(tb testing.TB) *simRunner {
 			s.Close()
 		}
 	})
-	r.samples = make([]dataset.Sample, simRequests)
+	r.samples = make([]dataset.Sample, SimRequests)
 	for i := range r.samples {
-		r.samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
+		r.samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", SimPromptLen-1) + fmt.Sprint(i), PromptLen: SimPromptLen, OutputLen: SimOutputLen}
 	}
 	// One client for every run, so that runs reuse warm connections
 	// instead of paying for connection setup inside the measured TTFT.
-	r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * simRequests, MaxConnsPerHost: 4 * simRequests}}
+	r.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * SimRequests, MaxConnsPerHost: 4 * SimRequests}}
 	tb.Cleanup(r.hc.CloseIdleConnections)
 	return r
 }
@@ -109,7 +114,7 @@ func (r *simRunner) server(k simServer) (*httptest.Server, error) {
 	if s, ok := r.servers[k]; ok {
 		return s, nil
 	}
-	p := simParams(r.tb)
+	p := SimParams(r.tb)
 	sim, err := sim.New(sim.Config{Params: &p, Slowdown: k.slowdown})
 	if err != nil {
 		return nil, err
@@ -130,7 +135,7 @@ func (r *simRunner) run(ctx context.Context, k simServer, seed int64) (map[strin
 	res, err := engine.Run(ctx, engine.Config{
 		BaseURL:        srv.URL,
 		Backend:        "openai-chat",
-		Model:          simParams(r.tb).Model,
+		Model:          SimParams(r.tb).Model,
 		IgnoreEOS:      true,
 		Seed:           seed,
 		RequestTimeout: 10 * time.Second,
@@ -139,10 +144,10 @@ func (r *simRunner) run(ctx context.Context, k simServer, seed int64) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{Goodput: map[string]float64{"ttft": simTTFTSLO}})
+	sum := metrics.Summarize(res.Records, res.Duration, metrics.Options{Goodput: map[string]float64{"ttft": SimTTFTSLO}})
 	sum.Health = res.Health
-	if sum.Completed != simRequests {
-		return nil, fmt.Errorf("simulator run: %d of %d requests completed", sum.Completed, simRequests)
+	if sum.Completed != SimRequests {
+		return nil, fmt.Errorf("simulator run: %d of %d requests completed", sum.Completed, SimRequests)
 	}
 	ttft, ok1 := sum.Value("p99_ttft_ms")
 	goodput, ok2 := sum.Value("request_goodput")
@@ -182,56 +187,37 @@ func (r *simRunner) runPair(ctx context.Context, base, head simServer, seed int6
 	return b, h, errors.Join(errB, errH)
 }
 
-// TestAccuracySimulator measures the gate against the in-process
-// simulator: 40 trials, each of base, unchanged head and head with the
-// simulator's slowdown knob at 1.10, interleaved, 10 runs per side; the
-// gate (default policy) compares base with each head using the first 5 and
-// all 10 runs. The figures depend on this machine's noise; they are
-// reported (-v), and asserted against the targets only with
-// SERVEGATE_ACCURACY_STRICT=1. An experiment of about four minutes whose
-// outcome rides on this machine's noise, so it runs only when asked:
-// SERVEGATE_ACCURACY_TRIALS set to any number.
-func TestAccuracySimulator(t *testing.T) {
-	if os.Getenv(envAccuracyTrials) == "" {
-		t.Skip("about 1200 simulator runs: set " + envAccuracyTrials + " to run it")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	run := simulatorRun(t)
-	// Warm up both servers and the HTTP connections.
-	for _, s := range []float64{1, 1.10} {
-		_, err := run(ctx, s)
-		require.NoError(t, err)
-	}
-	start := time.Now()
-	const n = 40
-	trials := collectTrials(ctx, t, run, n, 10, 1.10)
-	t.Logf("in-process simulator (engine + metrics, %d requests per run, slowdown knob 1.10), %d trials, %d runs, %v:",
-		simRequests, n, n*10*3, time.Since(start).Round(time.Second))
-	res := gateAccuracy(ctx, t, trials, []int{5, 10}, DefaultPolicy(), "ttft-p99-sec")
-	t.Logf(" default policy (ttft-p99-sec 5%%, goodput-req/s 5%%):")
-	for _, r := range res {
-		t.Logf("  %s", r)
-	}
-	// The same runs under policies that gate a central TTFT statistic:
-	// the tail of 16 requests is the noisiest number a run has.
-	for _, unit := range []string{"ttft-p50-sec", "ttft-mean-sec"} {
-		pol := DefaultPolicy()
-		pol.Rules[0].Unit = unit
-		t.Logf(" policy %s 5%%, goodput-req/s 5%%:", unit)
-		for _, r := range gateAccuracy(ctx, t, trials, []int{5, 10}, pol, unit) {
-			t.Logf("  %s", r)
+// WriteRuns writes runs as a servegate benchfmt file and returns its path;
+// paired labels run i "pair: i+1", as ci/compare.sh --paired does.
+func WriteRuns(tb testing.TB, dir, name string, runs []map[string]float64, paired bool) string {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("target: accuracy\nUnit ttft-p99-sec better=lower\nUnit goodput-req/s better=higher\n")
+	for i, m := range runs {
+		if paired {
+			fmt.Fprintf(&b, "pair: %d\n", i+1)
 		}
-	}
-	for _, r := range res {
-		require.Zero(t, r.aaError+r.detectErr, "a comparison errored at count %d", r.count)
-	}
-	// Sanity that holds on any machine where the knob works at all.
-	require.Greater(t, res[1].detect, res[1].aaFail, "the slowdown must be detected more often than noise fails the gate")
-	if os.Getenv("SERVEGATE_ACCURACY_STRICT") != "" {
-		for _, r := range res {
-			require.LessOrEqual(t, float64(r.aaFail)/n, 0.05, "A/A false-fail target at count %d", r.count)
+		units := make([]string, 0, len(m))
+		for u := range m {
+			units = append(units, u)
 		}
-		require.GreaterOrEqual(t, float64(res[1].detect)/n, 0.90, "detection target at count 10")
+		sort.Strings(units)
+		b.WriteString("BenchmarkScenarios/scenario=accuracy 1")
+		for _, u := range units {
+			fmt.Fprintf(&b, " %v %s", m[u], u)
+		}
+		b.WriteString("\n")
 	}
+	file := filepath.Join(dir, name+".txt")
+	require.NoError(tb, os.WriteFile(file, []byte(b.String()), 0o644))
+	return file
+}
+
+// LoadAverage is the one-minute load average, "?" when unknown.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
 }

@@ -1,4 +1,4 @@
-package gate
+package accuracy
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/internal/stats"
+
+	"github.com/servegate/servegate/internal/gate"
 )
 
 // The environment of BenchmarkVerdictFloor: SERVEGATE_FLOOR=1 runs it
@@ -180,9 +182,9 @@ func (f *floorFigure) delta() float64 {
 // floorPair judges one pair as the fast verdict's first look does (a
 // FastJudge of the default policy and design) and returns each
 // sequential figure's estimate of that pair.
-func floorPair(tb testing.TB, run PairRun, rng *rand.Rand) []*FastFigure {
+func floorPair(tb testing.TB, run gate.PairRun, rng *rand.Rand) []*gate.FastFigure {
 	tb.Helper()
-	j, err := NewFastJudge(DefaultSequential(), DefaultPolicy(), 0, 0, rng)
+	j, err := gate.NewFastJudge(gate.DefaultSequential(), gate.DefaultPolicy(), 0, 0, rng)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -216,10 +218,10 @@ func floorPair(tb testing.TB, run PairRun, rng *rand.Rand) []*FastFigure {
 //
 // The pairs are measured in the machine's sub-benchmark and reported by
 // one sub-benchmark per run size. Run it alone, under the exclusive
-// lock, with -benchtime 1x (docs/verdicts.md, "The floor beside a
-// burner"):
+// lock, with -benchtime 1x (docs/logs/2026-12-02-verdicts.md, "The
+// floor beside a burner"):
 //
-//	SERVEGATE_FLOOR=1 go test ./internal/gate/ -run '^$' -bench VerdictFloor -benchtime 1x -timeout 60m
+//	SERVEGATE_FLOOR=1 go test ./internal/gate/accuracy/ -run '^$' -bench VerdictFloor -benchtime 1x -timeout 60m
 func BenchmarkVerdictFloor(b *testing.B) {
 	if os.Getenv(envFloor) == "" {
 		b.Skipf("set %s=1 to run (minutes of simulator pairs)", envFloor)
@@ -236,11 +238,14 @@ func BenchmarkVerdictFloor(b *testing.B) {
 	if v := os.Getenv(envFloorMachines); v != "" {
 		machines = strings.Split(v, ",")
 	}
-	j, err := NewFastJudge(DefaultSequential(), DefaultPolicy(), 0, 0, nil)
+	j, err := gate.NewFastJudge(gate.DefaultSequential(), gate.DefaultPolicy(), 0, 0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	alpha, beta := j.alphaOne, j.design.Beta
+	// The fast verdict splits its alpha evenly between the figures it
+	// judges and the failure test (gate.FastJudge); the floor's pairs
+	// report every figure of the default policy.
+	alpha, beta := gate.DefaultSequential().Alpha/float64(len(j.Figures())+1), gate.DefaultSequential().Beta
 	asn0, asn1 := waldASNFraction(alpha, beta)
 	for _, m := range machines {
 		if m != "burner" && m != "quiet" {
@@ -263,7 +268,7 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 	defer cancel()
 	sr := newSimRunner(b)
 	rng := rand.New(rand.NewPCG(27, 17))
-	load0 := loadAverage()
+	load0 := LoadAverage()
 	nexts := make([]func() (seqPair, error), len(floorSizes))
 	figs := make([][]*floorFigure, len(floorSizes))
 	walls := make([][]float64, len(floorSizes))
@@ -292,14 +297,14 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 	}
 	head := fmt.Sprintf("%s: %d pairs of each size in %v, load %s → %s; alpha per figure %.4g, beta %.2g, Wald's ASN %.2f of the fixed n at the regression, %.2f at no change (Tasn0)\n"+
 		"| run | machine | figure | sigma per pair (90%%) | mean bootstrap SE | mean D | t per pair | s = sigma·√t | Tmin (90%%) | Tasn (SPRT, Wald) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-		machine, pairs, time.Since(start).Round(time.Second), load0, loadAverage(), alpha, beta, asn1, asn0)
+		machine, pairs, time.Since(start).Round(time.Second), load0, LoadAverage(), alpha, beta, asn1, asn0)
 	for i, s := range floorSizes {
 		var rows []string
 		t := meanOf(walls[i])
 		metrics := map[string]float64{"ns/op": t * 1e9, "t-s": t, "pairs": float64(pairs)}
 		for _, f := range figs[i] {
 			name := "p99"
-			if f.Unit == unitGoodput {
+			if f.Unit == "goodput-req/s" {
 				name = "goodput"
 			}
 			sigma := stddev(f.D)

@@ -1,23 +1,16 @@
 package gate
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/servegate/servegate/internal/dataset"
-	"github.com/servegate/servegate/internal/engine"
 )
 
 // A seqCondition is one change the sequential cell injects into head's
@@ -154,112 +147,6 @@ func (s *seqTally) row(cell, machine, load string, c seqCondition) string {
 
 // seqTableHeader is the header of the sequential cell's table.
 const seqTableHeader = "| cell | machine | load before → after | head | fail | pass | undecided (exit 2) | pairs min / mean / max | wall per verdict min / median / max |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-
-// Scenario of the sequential cell's runs on the in-process simulator:
-// seqCellRequests chat requests at seqCellRate req/s (Poisson) against
-// the accuracy simulator (simParams; about 80% of its capacity: TTFT
-// p50 ~30 ms, p99 ~110 ms), with a goodput SLO on TTFT of seqSimSLO ms,
-// below the simulator's p90 TTFT at this load (about one request in
-// seven misses it, so goodput carries noise of its own). The size is
-// the lever measured by TestSequentialLevers: of the runs tried, 400
-// requests at 80 req/s gave the smallest spread of the paired p99 per
-// second of wall time (docs/logs/2026-12-02-verdicts.md).
-const (
-	seqCellRequests = 400
-	seqCellRate     = 80.0
-	seqSimSLO       = 60.0
-)
-
-// simPairSource returns a source of A/A pairs: base and head are two
-// in-process simulators of one build driven at the same time with one
-// schedule (the way compare.sh pairs them), requests at rate req/s,
-// warmups warm-up requests per run, each pair a new schedule seed.
-func simPairSource(ctx context.Context, tb testing.TB, sr *simRunner, requests int, rate float64, warmups int) func() (seqPair, error) {
-	tb.Helper()
-	samples := make([]dataset.Sample, requests)
-	for i := range samples {
-		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
-	}
-	type side struct {
-		res *engine.Result
-		err error
-	}
-	run := func(k simServer, seed int64) side {
-		srv, err := sr.server(k)
-		if err != nil {
-			return side{err: err}
-		}
-		res, err := engine.Run(ctx, engine.Config{
-			BaseURL: srv.URL, Backend: "openai-chat", Model: simParams(tb).Model, IgnoreEOS: true, NumWarmups: warmups,
-			Seed: seed, RequestRate: rate, RequestTimeout: 30 * time.Second, HTTPClient: sr.hc,
-		}, samples)
-		return side{res, err}
-	}
-	var seed int64
-	return func() (seqPair, error) {
-		seed++
-		runtime.GC()
-		start := time.Now()
-		var b, h side
-		var wg sync.WaitGroup
-		wg.Add(2)
-		first, second := func() { b = run(simServer{slowdown: 1}, seed) }, func() { h = run(simServer{slowdown: 1, instance: 1}, seed) }
-		if seed%2 == 0 {
-			first, second = second, first
-		}
-		go func() { defer wg.Done(); first() }()
-		go func() { defer wg.Done(); second() }()
-		wg.Wait()
-		wall := time.Since(start)
-		if b.err != nil || h.err != nil {
-			return seqPair{}, fmt.Errorf("pair: base %v, head %v", b.err, h.err)
-		}
-		pr := PairRun{Goodput: true, BaseDuration: b.res.Duration.Seconds(), HeadDuration: h.res.Duration.Seconds()}
-		for i := range b.res.Records {
-			rb, rh := &b.res.Records[i], &h.res.Records[i]
-			if math.Abs(rb.Scheduled.Seconds()-rh.Scheduled.Seconds()) > scheduleTolerance {
-				return seqPair{}, fmt.Errorf("request %d scheduled at %v and %v", i, rb.Scheduled, rh.Scheduled)
-			}
-			pr.Requests = append(pr.Requests, PairedRequest{
-				Start: rb.Scheduled.Seconds(), BaseTTFT: rb.TTFT.Seconds(), HeadTTFT: rh.TTFT.Seconds(),
-				BaseFailed: !rb.Success, HeadFailed: !rh.Success,
-				BaseGood: weight(rb.Success && rb.TTFT.Seconds()*1000 <= seqSimSLO), HeadGood: weight(rh.Success && rh.TTFT.Seconds()*1000 <= seqSimSLO),
-			})
-		}
-		return seqPair{Run: pr, Wall: wall}, nil
-	}
-}
-
-// sequentialCell runs n trials of the sequential cell on the in-process
-// simulator and returns its table rows.
-func sequentialCell(ctx context.Context, t *testing.T, sr *simRunner, n int, cell, machine string) []string {
-	t.Helper()
-	next := simPairSource(ctx, t, sr, seqCellRequests, seqCellRate, 0)
-	_, err := next() // warm both servers and the connections
-	require.NoError(t, err)
-	load0 := loadAverage()
-	tallies := make([]seqTally, len(seqConditions))
-	rng := rand.New(rand.NewPCG(27, 5))
-	for k := range n {
-		for i, o := range seqTrial(t, next, DefaultPolicy(), DefaultSequential(), 0, 0, rng) {
-			tallies[i].add(o)
-		}
-		// A long cell logs its tally as it goes, so that a run cut short
-		// (a timeout, ^C) still shows what it measured.
-		if (k+1)%10 == 0 && k+1 < n {
-			load := load0 + " → " + loadAverage()
-			for i, c := range seqConditions {
-				t.Logf("after %d trials: %s", k+1, tallies[i].row(cell, machine, load, c))
-			}
-		}
-	}
-	load := load0 + " → " + loadAverage()
-	var rows []string
-	for i, c := range seqConditions {
-		rows = append(rows, tallies[i].row(cell, machine, load, c))
-	}
-	return rows
-}
 
 // syntheticPairSource returns a source of synthetic A/A pairs of m (see
 // noiseModel) with a goodput SLO at slo seconds and each request failing

@@ -1,4 +1,4 @@
-package gate
+package accuracy
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/stats"
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/gate"
 )
 
 // envSequentialSimTrials sets the trials per row of
@@ -25,7 +27,7 @@ const envSequentialSimTrials = "SERVEGATE_SEQUENTIAL_SIM_TRIALS"
 
 // Scenario of one run of TestSequentialSimulator: seqSimRequests chat
 // requests at seqSimRate req/s (Poisson) against the accuracy
-// simulator (simParams): about 5 s a run, enough requests for a p99 a
+// simulator (SimParams): about 5 s a run, enough requests for a p99 a
 // bootstrap can work with.
 const (
 	seqSimRequests = 200
@@ -53,7 +55,7 @@ func TestSequentialSimulator(t *testing.T) {
 	sr := newSimRunner(t)
 	samples := make([]dataset.Sample, seqSimRequests)
 	for i := range samples {
-		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", simPromptLen-1) + fmt.Sprint(i), PromptLen: simPromptLen, OutputLen: simOutputLen}
+		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", SimPromptLen-1) + fmt.Sprint(i), PromptLen: SimPromptLen, OutputLen: SimOutputLen}
 	}
 	run := func(k simServer, seed int64) ([]float64, []float64, error) {
 		srv, err := sr.server(k)
@@ -61,7 +63,7 @@ func TestSequentialSimulator(t *testing.T) {
 			return nil, nil, err
 		}
 		res, err := engine.Run(ctx, engine.Config{
-			BaseURL: srv.URL, Backend: "openai-chat", Model: simParams(t).Model, IgnoreEOS: true,
+			BaseURL: srv.URL, Backend: "openai-chat", Model: SimParams(t).Model, IgnoreEOS: true,
 			Seed: seed, RequestRate: seqSimRate, RequestTimeout: 30 * time.Second, HTTPClient: sr.hc,
 		}, samples)
 		if err != nil {
@@ -76,9 +78,9 @@ func TestSequentialSimulator(t *testing.T) {
 		}
 		return ttft, sched, nil
 	}
-	s := DefaultSequential()
+	s := gate.DefaultSequential()
 	var seed int64
-	pair := func(head simServer) ([]RequestPair, error) {
+	pair := func(head simServer) ([]gate.RequestPair, error) {
 		seed++
 		runtime.GC()
 		var wg sync.WaitGroup
@@ -91,37 +93,37 @@ func TestSequentialSimulator(t *testing.T) {
 		if errB != nil || errH != nil {
 			return nil, fmt.Errorf("pair: base %v, head %v", errB, errH)
 		}
-		out := make([]RequestPair, len(bt))
+		out := make([]gate.RequestPair, len(bt))
 		for i := range bt {
 			if math.Abs(bs[i]-hs[i]) > scheduleTolerance {
 				return nil, fmt.Errorf("request %d scheduled at %v and %v", i, bs[i], hs[i])
 			}
-			out[i] = RequestPair{Start: bs[i], Base: bt[i], Head: ht[i]}
+			out[i] = gate.RequestPair{Start: bs[i], Base: bt[i], Head: ht[i]}
 		}
 		return out, nil
 	}
 	t.Logf("%d trials per row, %d requests at %v req/s per run, design alpha %v beta %v pairs %d..%d, tolerance +5%%; load %s",
-		n, seqSimRequests, seqSimRate, s.Alpha, s.Beta, s.MinPairs, s.MaxPairs, loadAverage())
+		n, seqSimRequests, seqSimRate, s.Alpha, s.Beta, s.MinPairs, s.MaxPairs, LoadAverage())
 	t.Logf("| head | fail | pass | undecided | pairs min / mean / max | wall per verdict min / median / max | first pair D mean, sd / SE mean |")
 	t.Logf("| --- | --- | --- | --- | --- | --- | --- |")
 	for _, row := range []struct {
 		name string
 		head simServer
 	}{{"A/A", simServer{slowdown: 1, instance: 1}}, {"slowdown 1.05", simServer{slowdown: 1.05}}, {"slowdown 1.10", simServer{slowdown: 1.10}}} {
-		var c calibration
-		c.Trials, c.PairsMin = n, math.MaxInt
+		var c struct{ Fail, Pass, Undecided, PairsMin, PairsMax, PairsTotal int }
+		c.PairsMin = math.MaxInt
 		var walls []time.Duration
 		var ds, ses []float64
 		for range n {
 			start := time.Now()
-			l, est, err := s.Run(func(int) ([]RequestPair, error) { return pair(row.head) }, 0.99, 0.05, -1, 0, nil)
+			l, est, err := s.Run(func(int) ([]gate.RequestPair, error) { return pair(row.head) }, 0.99, 0.05, -1, 0, nil)
 			require.NoError(t, err)
 			walls = append(walls, time.Since(start))
 			ds, ses = append(ds, est[0].D), append(ses, est[0].SE)
 			switch l.Decision {
-			case Regression:
+			case gate.Regression:
 				c.Fail++
-			case NoRegression:
+			case gate.NoRegression:
 				c.Pass++
 			default:
 				c.Undecided++
@@ -142,11 +144,11 @@ func TestSequentialSimulator(t *testing.T) {
 			sd = math.Sqrt(sd / float64(n-1))
 		}
 		t.Logf("| %s | %d/%d | %d/%d | %d/%d | %d / %.2f / %d | %v / %v / %v | %+.2f%%, %.2f%% / %.2f%% |", row.name,
-			c.Fail, n, c.Pass, n, c.Undecided, n, c.PairsMin, c.meanPairs(), c.PairsMax,
+			c.Fail, n, c.Pass, n, c.Undecided, n, c.PairsMin, float64(c.PairsTotal)/float64(n), c.PairsMax,
 			walls[0].Round(100*time.Millisecond), walls[len(walls)/2].Round(100*time.Millisecond), walls[len(walls)-1].Round(100*time.Millisecond),
 			100*mD, 100*sd, 100*mSE)
 	}
-	t.Logf("load at the end: %s", loadAverage())
+	t.Logf("load at the end: %s", LoadAverage())
 }
 
 // envSequentialLevers sets the A/A pairs per configuration of
@@ -189,7 +191,7 @@ func TestSequentialLevers(t *testing.T) {
 		q      float64 // 0: goodput
 	}
 	readings := []reading{{"p99", 0, 0.99}, {"p99, steady 10%", 0.1, 0.99}, {"p99, steady 20%", 0.2, 0.99}, {"p90", 0, 0.90}, {"p50", 0, 0.50}, {"goodput", 0, 0}, {"goodput, steady 10%", 0.1, 0}}
-	t.Logf("%d A/A pairs per configuration; load %s", n, loadAverage())
+	t.Logf("%d A/A pairs per configuration; load %s", n, LoadAverage())
 	t.Logf("| run | reading | sd(D) over pairs | mean bootstrap SE | TTFT p50 / p90 / p99 (ms, base) | wall per pair |")
 	t.Logf("| --- | --- | --- | --- | --- | --- |")
 	configs := []config{
@@ -216,7 +218,7 @@ func TestSequentialLevers(t *testing.T) {
 	// Round robin, one pair of each configuration in turn, so that the
 	// machine's drift falls on every configuration alike.
 	for range n {
-		for ci, c := range configs {
+		for ci := range configs {
 			a := &accs[ci]
 			p, err := a.next()
 			require.NoError(t, err)
@@ -227,16 +229,11 @@ func TestSequentialLevers(t *testing.T) {
 				}
 			}
 			for i, rd := range readings {
-				w, err := p.Run.Window(rd.steady)
-				require.NoError(t, err)
-				var e PairEstimate
-				if rd.q == 0 {
-					e, err = BootstrapCount(w.goodPairs(), w.durationLogRatio(), 0, w.timeBlock(), nil)
-				} else {
-					pairs, _ := w.ttftPairs()
-					e, err = BootstrapPair(pairs, rd.q, 0, 0, nil)
+				unit := "goodput-req/s"
+				if rd.q != 0 {
+					unit = fmt.Sprintf("ttft-p%d-sec", int(math.Round(100*rd.q)))
 				}
-				require.NoError(t, err, "%s, %s", c.name, rd.name)
+				e := onlyEstimate(t, p.Run, unit, rd.steady)
 				a.ds[i], a.ses[i] = append(a.ds[i], e.D), append(a.ses[i], e.SE)
 			}
 		}
@@ -249,5 +246,21 @@ func TestSequentialLevers(t *testing.T) {
 				1000*stats.Quantile(a.base, 0.5), 1000*stats.Quantile(a.base, 0.9), 1000*stats.Quantile(a.base, 0.99), a.walls[len(a.walls)/2].Round(100*time.Millisecond))
 		}
 	}
-	t.Logf("load at the end: %s", loadAverage())
+	t.Logf("load at the end: %s", LoadAverage())
+}
+
+// onlyEstimate judges run as the first pair of a fast verdict that gates
+// unit alone at 5%, on the steady-state window steady, and returns that
+// figure's estimate: what the verdict reads of one pair.
+func onlyEstimate(tb testing.TB, run gate.PairRun, unit string, steady float64) gate.PairEstimate {
+	tb.Helper()
+	pol := &gate.Policy{Alpha: 0.05, Confidence: 0.95, Rules: []gate.Rule{{Unit: unit, Tolerance: gate.Tolerance{Amount: 0.05, Relative: true}}}}
+	j, err := gate.NewFastJudge(gate.DefaultSequential(), pol, steady, 0, nil)
+	require.NoError(tb, err, unit)
+	_, err = j.Add(run)
+	require.NoError(tb, err, unit)
+	figs := j.Figures()
+	require.Len(tb, figs, 1, unit)
+	require.NotEmpty(tb, figs[0].Estimates, unit)
+	return figs[0].Estimates[0]
 }

@@ -1,4 +1,4 @@
-package gate
+package accuracy
 
 import (
 	"context"
@@ -14,11 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/internal/stats"
-)
 
-// A runFunc performs one benchmark run of a server slowed down by the
-// given factor (1 = unchanged) and returns its metrics by benchstat unit.
-type runFunc func(ctx context.Context, slowdown float64) (map[string]float64, error)
+	"github.com/servegate/servegate/internal/gate"
+)
 
 // accuracy is the gate's measured behaviour at one -count.
 type accuracy struct {
@@ -57,7 +55,7 @@ type trial struct {
 
 // collectTrials runs n trials of runs runs per side, interleaving the
 // three sides run by run so that drift hits them alike.
-func collectTrials(ctx context.Context, tb testing.TB, run runFunc, n, runs int, slowdown float64) []trial {
+func collectTrials(ctx context.Context, tb testing.TB, run RunFunc, n, runs int, slowdown float64) []trial {
 	tb.Helper()
 	out := make([]trial, n)
 	for i := range out {
@@ -79,7 +77,7 @@ func collectTrials(ctx context.Context, tb testing.TB, run runFunc, n, runs int,
 // gateAccuracy gates base against each head of every trial under pol,
 // using the first count runs of each side, for each count. ttft names the
 // TTFT unit pol gates: a slowdown counts as detected when that unit fails.
-func gateAccuracy(ctx context.Context, tb testing.TB, trials []trial, counts []int, pol *Policy, ttft string) []accuracy {
+func gateAccuracy(ctx context.Context, tb testing.TB, trials []trial, counts []int, pol *gate.Policy, ttft string) []accuracy {
 	tb.Helper()
 	out := make([]accuracy, len(counts))
 	dir := tb.TempDir()
@@ -95,9 +93,9 @@ func gateAccuracy(ctx context.Context, tb testing.TB, trials []trial, counts []i
 				name       string
 				base, runs []map[string]float64
 			}{{"aa", t.base, t.aa}, {"slow", slowBase, t.slow}, {"slow5", slowBase, rescaled(t.slow, 1.05/1.10)}} {
-				baseFile := writeRuns(tb, dir, "base", head.base[:count], t.paired)
-				headFile := writeRuns(tb, dir, head.name, head.runs[:count], t.paired)
-				rep, _ := Run(ctx, Config{Base: []string{baseFile}, Head: []string{headFile}, Policy: pol, Paired: t.paired})
+				baseFile := WriteRuns(tb, dir, "base", head.base[:count], t.paired)
+				headFile := WriteRuns(tb, dir, head.name, head.runs[:count], t.paired)
+				rep, _ := gate.Run(ctx, gate.Config{Base: []string{baseFile}, Head: []string{headFile}, Policy: pol, Paired: t.paired})
 				require.NotNil(tb, rep)
 				if head.name == "slow5" {
 					a.detect5 += detected(rep, ttft)
@@ -111,9 +109,9 @@ func gateAccuracy(ctx context.Context, tb testing.TB, trials []trial, counts []i
 }
 
 // add counts one gate report: an A/A comparison or a slowdown's.
-func (a *accuracy) add(rep *Report, slow bool, ttft string) {
+func (a *accuracy) add(rep *gate.Report, slow bool, ttft string) {
 	for _, c := range rep.Comparisons {
-		if c.Unit != ttft || c.Verdict == Error {
+		if c.Unit != ttft || c.Verdict == gate.Error {
 			continue
 		}
 		switch {
@@ -123,20 +121,20 @@ func (a *accuracy) add(rep *Report, slow bool, ttft string) {
 			a.slowDeltas = append(a.slowDeltas, c.Delta)
 			if !c.Significant {
 				a.missNoise++
-			} else if c.Verdict == Pass {
+			} else if c.Verdict == gate.Pass {
 				a.missWithin++
 			}
 		}
 	}
 	switch {
-	case !slow && rep.Verdict == Fail:
+	case !slow && rep.Verdict == gate.Fail:
 		a.aaFail++
 		for _, f := range rep.Failures() {
 			a.aaFailUnits = append(a.aaFailUnits, f.Unit)
 		}
-	case !slow && rep.Verdict == Error:
+	case !slow && rep.Verdict == gate.Error:
 		a.aaError++
-	case slow && rep.Verdict == Error:
+	case slow && rep.Verdict == gate.Error:
 		a.detectErr++
 	case slow:
 		a.detect += detected(rep, ttft)
@@ -144,7 +142,7 @@ func (a *accuracy) add(rep *Report, slow bool, ttft string) {
 }
 
 // detected is 1 when the report fails on the TTFT unit, else 0.
-func detected(rep *Report, ttft string) int {
+func detected(rep *gate.Report, ttft string) int {
 	for _, f := range rep.Failures() {
 		if f.Unit == ttft {
 			return 1
@@ -172,29 +170,15 @@ func rescaled(runs []map[string]float64, factor float64) []map[string]float64 {
 	return out
 }
 
-// writeRuns writes runs as a servegate benchfmt file and returns its path;
-// paired labels run i "pair: i+1", as ci/compare.sh --paired does.
-func writeRuns(tb testing.TB, dir, name string, runs []map[string]float64, paired bool) string {
+// p99Policy5 writes the default policy with ttft-p99-sec at 5%, the
+// default before the medians were gated, for the synthetic samples that
+// report p99 TTFT alone, and returns its path.
+func p99Policy5(tb testing.TB) string {
 	tb.Helper()
-	var b strings.Builder
-	b.WriteString("target: accuracy\nUnit ttft-p99-sec better=lower\nUnit goodput-req/s better=higher\n")
-	for i, m := range runs {
-		if paired {
-			fmt.Fprintf(&b, "pair: %d\n", i+1)
-		}
-		units := make([]string, 0, len(m))
-		for u := range m {
-			units = append(units, u)
-		}
-		sort.Strings(units)
-		b.WriteString("BenchmarkScenarios/scenario=accuracy 1")
-		for _, u := range units {
-			fmt.Fprintf(&b, " %v %s", m[u], u)
-		}
-		b.WriteString("\n")
-	}
-	file := filepath.Join(dir, name+".txt")
-	require.NoError(tb, os.WriteFile(file, []byte(b.String()), 0o644))
+	yaml := strings.Replace(gate.DefaultPolicyYAML, "ttft-p99-sec: 15%", "ttft-p99-sec: 5% ", 1)
+	require.NotEqual(tb, gate.DefaultPolicyYAML, yaml)
+	file := filepath.Join(tb.TempDir(), "policy.yaml")
+	require.NoError(tb, os.WriteFile(file, []byte(yaml), 0o644))
 	return file
 }
 
@@ -208,13 +192,13 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
-// syntheticRun returns a runFunc that draws runs from a seeded model of a
+// syntheticRun returns a RunFunc that draws runs from a seeded model of a
 // scenario run — NOT the simulator. Each run sends 500 requests at 10
 // req/s; a request's TTFT is log-normal (median 40 ms, sigma 0.25) times a
 // per-run machine factor (log-normal, sigma 0.02) times the slowdown.
 // ttft-p99-sec is the 99th percentile of the run's TTFTs; goodput-req/s
 // counts requests with TTFT <= 80 ms per second of the run.
-func syntheticRun(seed uint64) runFunc {
+func syntheticRun(seed uint64) RunFunc {
 	rng := rand.New(rand.NewPCG(seed, 0x5e7a))
 	const requests, rate, median, sigma, drift, slo = 500, 10.0, 0.040, 0.25, 0.02, 0.080
 	return func(_ context.Context, slowdown float64) (map[string]float64, error) {
@@ -238,13 +222,13 @@ func syntheticRun(seed uint64) runFunc {
 // syntheticRun), 100 trials at -count 5 and 10. The samples are seeded,
 // so the figures are exact and the targets are asserted: A/A false-fail
 // at most 5% and detection at least 90% at count 10.
-// go test ./internal/gate -run TestAccuracySynthetic -v prints them.
+// go test ./internal/gate/accuracy -run TestAccuracySynthetic -v prints them.
 func TestAccuracySynthetic(t *testing.T) {
 	ctx := context.Background()
 	trials := collectTrials(ctx, t, syntheticRun(1), 100, 10, 1.10)
 	// The samples report p99 TTFT alone: they are judged at the 5% the
 	// default policy gave p99 TTFT before it gated the medians.
-	pol, err := LoadPolicy(p99Policy5(t))
+	pol, err := gate.LoadPolicy(p99Policy5(t))
 	require.NoError(t, err)
 	res := gateAccuracy(ctx, t, trials, []int{5, 10}, pol, "ttft-p99-sec")
 	for _, r := range res {

@@ -1,4 +1,4 @@
-package gate
+package accuracy
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/internal/stats"
 	"github.com/stretchr/testify/require"
+
+	"github.com/servegate/servegate/internal/gate"
 )
 
 // The environment of TestAccuracyNoise: the number of trials per cell
@@ -103,7 +105,7 @@ func TestAccuracyNoise(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(90*time.Minute, time.Duration(n)*time.Minute+30*time.Minute))
 	defer cancel()
 	sr := newSimRunner(t)
-	run := simulatorRun(t)
+	run := SimulatorRun(t)
 	for _, s := range []float64{1, 1.10} {
 		_, err := run(ctx, s)
 		require.NoError(t, err)
@@ -135,7 +137,7 @@ func TestAccuracyNoise(t *testing.T) {
 			}
 			continue
 		}
-		load0 := loadAverage()
+		load0 := LoadAverage()
 		start := time.Now()
 		dropped := new(int)
 		var trials []trial
@@ -148,14 +150,14 @@ func TestAccuracyNoise(t *testing.T) {
 			}
 			trials = collectTrials(ctx, t, r, n, 10, 1.10)
 		}
-		res := gateAccuracy(ctx, t, trials, []int{10}, DefaultPolicy(), "ttft-p99-sec")[0]
+		res := gateAccuracy(ctx, t, trials, []int{10}, gate.DefaultPolicy(), "ttft-p99-sec")[0]
 		tight := gateAccuracy(ctx, t, trials, []int{10}, tightPolicy(t), "ttft-p99-sec")[0]
 		if neighbour {
 			stopNeighbours()
 		}
 		require.Zero(t, res.aaError+res.detectErr, "cell %s: a comparison errored", cell)
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s → %s | %v | %d | %d/%d | %d/%d | %d/%d | %+.1f%% | %d/%d | %d/%d |",
-			accuracyModes[cell[0]], where, load0, loadAverage(), time.Since(start).Round(time.Second), *dropped,
+			accuracyModes[cell[0]], where, load0, LoadAverage(), time.Since(start).Round(time.Second), *dropped,
 			res.aaFail, n, res.detect, n, res.detect5, n, 100*stats.Median(res.slowDeltas), tight.aaFail, n, tight.detect5, n))
 		t.Logf("%s, %s: %s", accuracyModes[cell[0]], where, res)
 		if cell == "cn" {
@@ -179,9 +181,9 @@ func TestAccuracyNoise(t *testing.T) {
 // 5% regression cannot reliably exceed the default 5% tolerance, so the
 // table also shows what a 2% tolerance costs in false fails and buys in
 // detection of 5%.
-func tightPolicy(tb testing.TB) *Policy {
+func tightPolicy(tb testing.TB) *gate.Policy {
 	tb.Helper()
-	pol := DefaultPolicy()
+	pol := gate.DefaultPolicy()
 	for i, r := range pol.Rules {
 		if r.Unit == "ttft-p99-sec" {
 			pol.Rules[i].Tolerance.Amount = 0.02
@@ -215,7 +217,7 @@ func healthy(m map[string]float64) bool {
 // healthyRun applies the harness-health rule to run: a run whose load
 // generator broke a default harness limit is dropped (counted in dropped)
 // and run again, up to 20 times.
-func healthyRun(run runFunc, dropped *int) runFunc {
+func healthyRun(run RunFunc, dropped *int) RunFunc {
 	return func(ctx context.Context, slowdown float64) (map[string]float64, error) {
 		for range 20 {
 			m, err := run(ctx, slowdown)
@@ -313,13 +315,4 @@ func TestNeighbour(t *testing.T) {
 		}()
 	}
 	select {}
-}
-
-// loadAverage is the one-minute load average, "?" when unknown.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(b))[0]
 }
