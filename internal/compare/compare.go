@@ -50,6 +50,10 @@ type Config struct {
 	// every scenario runs on a url target there (SERVEGATE_BASE_URL,
 	// SERVEGATE_URL).
 	BaseURL, HeadURL string
+	// Mode is how the runs come to be, one of Modes; "" is ModePaired.
+	Mode string
+	// Count is ModeInterleaved's runs per side; 0 is DefaultCount.
+	Count int
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Judge decides each scenario; nil is the default verdict.
@@ -152,12 +156,15 @@ func run(ctx context.Context, cfg Config, dir, out string, res *Result, log io.W
 			}
 		}
 	}
-	pkgs, err := findPackages(ctx, headRoot, cmpOr(cfg.Packages, []string{"./..."}))
-	if err != nil {
-		return err
-	}
 	bin := filepath.Join(tmp, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
+		return err
+	}
+	if cfg.Mode == ModeInterleaved {
+		return interleave(ctx, cfg, baseRoot, headRoot, bin, out, res, log)
+	}
+	pkgs, err := findPackages(ctx, headRoot, cmpOr(cfg.Packages, []string{"./..."}))
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "compare: building the tests of %d package(s) from head\n", len(pkgs))
@@ -198,6 +205,12 @@ func run(ctx context.Context, cfg Config, dir, out string, res *Result, log io.W
 func (cfg *Config) check() error {
 	if cfg.Base == "" {
 		return inputErrorf("want BASE, the commit to compare with")
+	}
+	if cfg.Mode != "" && !slices.Contains(Modes, cfg.Mode) {
+		return inputErrorf("-mode %s: want one of %s", cfg.Mode, strings.Join(Modes, ", "))
+	}
+	if err := cfg.checkInterleaved(); err != nil {
+		return err
 	}
 	if cfg.Parallel < 0 {
 		return inputErrorf("-parallel %d: want 0 (by the harness's health) or more", cfg.Parallel)
@@ -279,7 +292,7 @@ func resetOut(out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("-out: %w", err)
 	}
-	for _, f := range []string{"gate.md", "gate.json", "gate.txt", "base.benchfmt", "head.benchfmt"} {
+	for _, f := range []string{"gate.md", "gate.json", "gate.txt", "base.benchfmt", "head.benchfmt", "base.txt", "head.txt"} {
 		if err := os.Remove(filepath.Join(out, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

@@ -45,6 +45,18 @@
 // measures and judges both sides, and the report says so. The servegate
 // running compare must be HEAD's version; `go tool servegate` is.
 //
+// -mode interleaved is the older way, kept for what pairs cannot judge:
+// a capacity search, which does not pair, and a sharded suite, whose
+// jobs' reports servegate gate -merge joins. Each side's tests are
+// built from that side's tree. Then base's benchmarks run alone, then
+// head's, then base's again, -count times each, so that a drift of the
+// machine hits both sides alike. servegate gate compares the two sets
+// of runs (benchstat's U test, the policy's thresholds), ignoring the
+// image key. Its reports are compare's, and its gate.json is the one
+// servegate gate -merge reads. It takes longer than the paired verdict
+// for the same power: the runs of one side do not share the machine's
+// noise with the other's.
+//
 // The exit status is the verdict's:
 //
 //	0  no regression
@@ -78,6 +90,11 @@
 //		servers deployed for base and for head: every scenario runs on
 //		a url target, base's at one, head's at the other (or at its
 //		scenario file's target.url). They must differ
+//	-mode MODE
+//		how the runs come to be: paired, or interleaved (see above)
+//		(default paired)
+//	-count N
+//		-mode interleaved: runs per side, 4 or more (default 10)
 //
 // Under -out compare writes:
 //
@@ -87,6 +104,9 @@
 //	base.benchfmt     base's runs in benchstat's format, labelled by pair
 //	head.benchfmt     head's runs likewise
 //	runs/pair-N/      each round's result JSON, pair records and test logs
+//	base.txt          -mode interleaved: base's go test output
+//	head.txt          head's likewise
+//	runs/SIDE-N/      -mode interleaved: each run's outputs and test log
 //
 // Each bad input is one message on standard error and exit status 2.
 // BASE that is not a commit, a directory outside a Go module, no package
@@ -104,6 +124,8 @@
 //	compare: -pair-mode sometimes: want one of together, alternate
 //	$ servegate compare -base-url http://10.0.0.5:8000 -head-url http://10.0.0.5:8000/ main
 //	compare: -base-url and -head-url are both http://10.0.0.5:8000, one server: deploy base and head each, and give each side's URL
+//	$ servegate compare -mode interleaved -count 3 main
+//	compare: -count 3: -mode interleaved wants 4 or more runs a side (with fewer no change is ever significant at alpha 0.05)
 //	$ servegate compare -no-such-flag main
 //	compare: flag provided but not defined: -no-such-flag (servegate compare -h: the flags)
 package compare

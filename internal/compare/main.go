@@ -47,6 +47,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.PairMode, "pair-mode", "", "")
 	fs.StringVar(&cfg.BaseURL, "base-url", "", "")
 	fs.StringVar(&cfg.HeadURL, "head-url", "", "")
+	fs.StringVar(&cfg.Mode, "mode", "", "")
+	fs.IntVar(&cfg.Count, "count", 0, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, Usage())

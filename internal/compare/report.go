@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servegate/servegate/internal/gate"
 	"github.com/servegate/servegate/internal/mdsafe"
 	"github.com/servegate/servegate/internal/pipeline"
 )
@@ -23,6 +24,9 @@ type Result struct {
 	Notes []string
 	// Err says why there is no verdict, "" when there is one.
 	Err string
+	// Interleaved is -mode interleaved's verdict: servegate gate's
+	// report, which the reports then are.
+	Interleaved *gate.Report
 }
 
 // A Side is base or head.
@@ -62,6 +66,9 @@ type ScenarioResult struct {
 func (r *Result) Exit() int {
 	if r.Err != "" {
 		return 2
+	}
+	if r.Interleaved != nil {
+		return r.Interleaved.ExitCode()
 	}
 	code, judged := 0, 0
 	for _, s := range r.Scenarios {
@@ -226,6 +233,12 @@ func (r *Result) header() string {
 // WriteText writes the verdict as text: a block per scenario, then the
 // verdict.
 func (r *Result) WriteText(w io.Writer) error {
+	if r.Interleaved != nil && r.Err == "" {
+		if _, err := fmt.Fprintf(w, "servegate compare -mode interleaved: %s\n", r.header()); err != nil {
+			return err
+		}
+		return r.Interleaved.WriteText(w)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "servegate compare: %s\n", r.header())
 	for _, n := range r.Notes {
@@ -260,6 +273,9 @@ func (r *Result) WriteText(w io.Writer) error {
 // WriteMarkdown writes the verdict as Markdown for the job summary and
 // the pull request comment.
 func (r *Result) WriteMarkdown(w io.Writer) error {
+	if r.Interleaved != nil && r.Err == "" {
+		return r.Interleaved.WriteMarkdown(w)
+	}
 	var b strings.Builder
 	exit := r.Exit()
 	icon := [...]string{"✅", "❌", "⚠️"}[exit]
@@ -329,6 +345,10 @@ type jsonScenario struct {
 
 // WriteJSON writes the verdict as JSON.
 func (r *Result) WriteJSON(w io.Writer) error {
+	// servegate gate -merge reads a sharded suite's interleaved reports.
+	if r.Interleaved != nil && r.Err == "" {
+		return r.Interleaved.WriteJSON(w)
+	}
 	exit := r.Exit()
 	rep := jsonReport{Exit: exit, Verdict: verdictWord(exit), Base: r.Base, Head: r.Head, Notes: r.Notes, Error: r.Err, Scenarios: []jsonScenario{}}
 	for _, s := range r.Scenarios {
