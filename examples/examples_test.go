@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/benchtest/scenario"
 	"github.com/servegate/servegate/containers/dockertest"
+	"github.com/servegate/servegate/internal/gate"
 )
 
 // TestQuickstart is the user's path, end to end, outside this module: it
@@ -127,4 +129,24 @@ func copyDir(t *testing.T, src, dst string) {
 		return os.WriteFile(target, data, 0o644)
 	})
 	require.NoError(t, err)
+}
+
+// TestExamplesClearTheFloor: every scenario of the shipped examples
+// sends at least the paired verdict's floor of requests, so that
+// servegate compare can judge it rather than exit 2.
+func TestExamplesClearTheFloor(t *testing.T) {
+	files := []string{"router/scenario.yaml"}
+	for _, dir := range []string{"quickstart/scenarios", "gated/scenarios"} {
+		m, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		require.NoError(t, err)
+		require.NotEmpty(t, m, dir)
+		files = append(files, m...)
+	}
+	for _, f := range files {
+		scs, err := scenario.LoadFile(f)
+		require.NoError(t, err)
+		for _, sc := range scs {
+			assert.GreaterOrEqual(t, sc.Dataset.NumPrompts, gate.MinPairedRequests, "%s: scenario %s sends fewer requests than the paired verdict judges", f, sc.Name)
+		}
+	}
 }

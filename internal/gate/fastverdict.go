@@ -266,7 +266,7 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 					return line.String(), nil
 				}
 				if len(pairs) < minBootstrapRequests {
-					return "", fmt.Errorf("pair %d: %s: %w; the paired verdict needs a scenario of at least %d requests that succeed on both sides (200 or more keep its p99 off the run's maximum: docs/verdicts.md, scenario sizes); gate a smaller one with compare.sh --paired or --interleaved", k, f.Unit, err, minBootstrapRequests)
+					return "", fmt.Errorf("pair %d: %s: %w; the paired verdict needs a scenario of at least %d requests that succeed on both sides: raise its dataset's num_prompts (200 or more keep its p99 off the run's maximum: docs/verdicts.md, scenario sizes), or gate it with servegate compare -mode interleaved", k, f.Unit, err, minBootstrapRequests)
 				}
 				return "", fmt.Errorf("pair %d: %s: %w", k, f.Unit, err)
 			}
