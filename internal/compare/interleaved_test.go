@@ -44,6 +44,9 @@ func BenchmarkScenarios(b *testing.B) {
 		}
 		b.ReportMetric(ttft*jitter, "ttft-p99-sec")
 		line := fmt.Sprintf("BenchmarkScenarios/scenario=chat 1 %v ttft-p99-sec %v ttft-p50-sec 0 fail-ratio\n", ttft*jitter, ttft*jitter/2)
+		if os.Getenv("MARK_RUN") == run && side == "head" {
+			line = "interrupted: true\n" + line // as servegate marks a run cut short
+		}
 		if err := os.WriteFile(filepath.Join(os.Getenv("SERVEGATE_OUT"), "bench.benchfmt"), []byte(line), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -86,6 +89,22 @@ func TestInterleaved(t *testing.T) {
 	run("git", "commit", "-qam", "slower")
 	run("git", "tag", "slower")
 
+	// A run marked interrupted is refused, and only that one: its
+	// marker does not carry over to the next run's lines.
+	t.Run("interrupted", func(t *testing.T) {
+		t.Setenv("MARK_RUN", "2")
+		out := filepath.Join(t.TempDir(), "out")
+		res, err := Run(context.Background(), Config{Dir: dir, Base: "base", Head: "slower", Out: out, Mode: ModeInterleaved, Count: minCount})
+		var ie *InputError
+		require.ErrorAs(t, err, &ie)
+		assert.Equal(t, 2, res.Exit())
+		for _, f := range []string{"gate.txt", "gate.md"} {
+			txt, rerr := os.ReadFile(filepath.Join(out, f))
+			require.NoError(t, rerr)
+			assert.Contains(t, string(txt), "refused: 1 result line(s) come from runs that cannot speak for the server", f)
+			assert.Contains(t, string(txt), "head.benchfmt:7: BenchmarkScenarios/scenario=chat: interrupted run", f)
+		}
+	})
 	for _, c := range []struct {
 		head string
 		exit int
