@@ -85,7 +85,7 @@ func (r *storedBaselineRunner) run(ctx context.Context, slowdown float64, dir st
 }
 
 // pair runs base (slowdown 1) and head at the same time with one
-// schedule, as compare.sh --sequential pairs them, and returns their
+// schedule, as servegate compare pairs them, and returns their
 // result files.
 func (r *storedBaselineRunner) pair(ctx context.Context, slowdown float64, dir string) (string, string) {
 	r.t.Helper()
@@ -128,8 +128,8 @@ func addMain(t *testing.T, dir, commit, runner string, bench []byte, results []s
 
 // TestStoreBaselineSimulator runs the stored baseline end to end with
 // real parts: main's 8 runs of a scenario on the in-process simulator,
-// filed with servegate history add; then, as ci/compare.sh
-// --baseline-store does, 2 fresh base runs beside head's first 2, head
+// filed with servegate history add; then, as ci/compare-baseline.sh
+// does, 2 fresh base runs beside head's first 2, head
 // runs alone after, and servegate gate -sequential -baseline-store after
 // each head run until it decides. An unchanged head passes or stays
 // undecided (never fails); a head whose server is 10% slower (the
@@ -158,9 +158,9 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	addMain(t, mainStore, "c1", runner, bench.Bytes(), results)
 	t.Logf("load after main's runs: %s", loadAvg())
 
-	// verdict runs head (slowdown) the way compare.sh --baseline-store
+	// verdict runs head (slowdown) the way ci/compare-baseline.sh
 	// does and returns the gate's last exit code and output, and the runs
-	// made; on a drift it falls back, as compare.sh does, to base and head
+	// made; on a drift it falls back, as it does, to base and head
 	// paired (both servers at once, one schedule) and gate -sequential.
 	verdict := func(slowdown float64) (int, string, int) {
 		dir := t.TempDir()

@@ -97,7 +97,7 @@ func checkRunnerInStore(st *store.Store, runner string) error {
 		if len(runners) > 0 {
 			others = strings.Join(runners, ", ")
 		}
-		return fmt.Errorf("baseline: the store %s has no runs of runner type %s (it has: %s); a baseline from another runner type measures another machine: run base on %s instead (ci/compare.sh --paired)", st.Dir, runner, others, runner)
+		return fmt.Errorf("baseline: the store %s has no runs of runner type %s (it has: %s); a baseline from another runner type measures another machine: run base on %s instead (servegate compare)", st.Dir, runner, others, runner)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonFile := fs.String("json", "", "also write the JSON report to `file`")
 	filter := fs.String("filter", "", "benchstat -filter `query`: gate only matching results")
 	ignore := fs.String("ignore", "", "benchstat -ignore `keys`: configuration keys that may differ between base and head")
-	paired := fs.Bool("paired", false, "compare gated rows pair by pair (pair: key, Wilcoxon signed-rank test on head/base ratios); ci/compare.sh --paired writes such inputs")
+	paired := fs.Bool("paired", false, "compare gated rows pair by pair (pair: key, Wilcoxon signed-rank test on head/base ratios); servegate compare's base.benchfmt and head.benchfmt are such inputs")
 	printPolicy := fs.Bool("print-policy", false, "print the default policy file and exit")
 	merge := fs.Bool("merge", false, "merge the -json reports of a sharded suite's gate jobs (the arguments) into one verdict; see merge.go")
 	shards := fs.Int("shards", 0, "with -merge: the number of shard reports expected (required)")

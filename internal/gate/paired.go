@@ -13,7 +13,7 @@ import (
 // A PairedTest is the paired comparison of one gated row (Config.Paired,
 // gate -paired): base and head runs matched by their pair: label, the
 // two runs of a pair having been driven at the same time with the same
-// arrival schedule (ci/compare.sh --paired), so that the machine's noise
+// arrival schedule (servegate compare), so that the machine's noise
 // at that moment falls on both.
 //
 // For a relative tolerance the per-pair statistic is the ratio head/base

@@ -130,7 +130,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 	case len(in.Heads) > s.MaxPairs:
 		return fail(fmt.Errorf("-baseline-store: %d head runs, more than the cap of %d", len(in.Heads), s.MaxPairs))
 	case len(in.Fresh) == 0:
-		return fail(errors.New("-baseline-store: no -fresh-base run: the drift of the machine since main's runs were stored cannot be checked; give at least one fresh base run made beside head's (ci/compare.sh --baseline-store makes them)"))
+		return fail(errors.New("-baseline-store: no -fresh-base run: the drift of the machine since main's runs were stored cannot be checked; give at least one fresh base run made beside head's (ci/compare-baseline.sh makes them)"))
 	case len(in.Fresh) > len(in.Heads):
 		return fail(fmt.Errorf("-baseline-store: %d fresh base runs for %d head runs: each fresh base run is made beside the head run of its position", len(in.Fresh), len(in.Heads)))
 	}
@@ -189,7 +189,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 	rng := rand.New(rand.NewPCG(1, 27))
 	// estimate judges today's run (file, called what) against a stored
 	// run: a stored run that cannot be read or matched is a baseline
-	// error (compare.sh falls back from it), today's a bad input.
+	// error (ci/compare-baseline.sh falls back from it), today's a bad input.
 	estimate := func(what, file string, stored StoredRun) (PairEstimate, int, error) {
 		name := fmt.Sprintf("%s (%s) against stored run %s", what, file, stored.Path)
 		base, err := stored.Read()
@@ -234,7 +234,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 		return fail(fmt.Errorf("-baseline-store: %w", err))
 	}
 	if d.Detected {
-		return fail(fmt.Errorf("-baseline-store: %s: the stored baseline (commit %s) no longer describes this machine; compare base and head paired instead (ci/compare.sh --sequential)", d.Why, b.Commit.ID))
+		return fail(fmt.Errorf("-baseline-store: %s: the stored baseline (commit %s) no longer describes this machine; compare base and head paired instead (servegate compareequential)", d.Why, b.Commit.ID))
 	}
 	fmt.Fprintln(stdout, d.Why)
 	var est []PairEstimate

@@ -15,7 +15,7 @@ import (
 // line marked store.InterruptedKey or store.InvalidKey.
 const (
 	// pairKey labels the two runs of one pair in paired mode
-	// (ci/compare.sh --paired writes "pair: N" on the base and the head
+	// (servegate compare writes "pair: N" on the base and the head
 	// run it drove at the same time). It never splits the grouping; gate
 	// -paired matches base and head values by it.
 	pairKey = "pair"
@@ -83,7 +83,7 @@ const (
 	refusedRuns = "refused: %d result line(s) come from runs that cannot speak for the server (" +
 		store.InterruptedKey + " or " + store.InvalidKey + " in their configuration); rerun them:"
 	unpairedRuns = "unpaired: %d result line(s) carry no " + pairKey + ": key, which -paired matches base and head runs by; " +
-		"write them with ci/compare.sh --paired, or gate without -paired:"
+		"servegate compare writes them; or gate without -paired:"
 )
 
 func (r *rejects) add(rec *benchfmt.Result, msg string) {

@@ -168,7 +168,7 @@ func tooFewPairs(c *Comparison, minP, need float64, pol *Policy) *problem {
 	n, pairs := c.Paired.Pairs, stats.PairsNeeded(need)
 	return &problem{group: fmt.Sprintf("fewpairs:%d", n), what: c.Benchmark + " " + c.Unit, msg: func(whats string) string {
 		return fmt.Sprintf("too few pairs: %d pairs of %s: the smallest p-value the signed-rank test can give with %d pairs is %.3f (2/2^%d), above %s, "+
-			"so no change could ever be significant; run at least %d pairs (COUNT=%d ci/compare.sh --paired)", n, whats, n, minP, n, level, pairs, pairs)
+			"so no change could ever be significant; run at least %d pairs", n, whats, n, minP, n, level, pairs)
 	}}
 }
 

@@ -97,7 +97,7 @@ func TestShardedWorkflowTemplate(t *testing.T) {
 		}
 	}
 	assert.True(t, uploads, "each shard uploads its gate.json")
-	assert.Contains(t, strings.Join(runs, "\n"), "ci/compare.sh")
+	assert.Contains(t, strings.Join(runs, "\n"), "ci/compare.sh -mode interleaved", "gate -merge reads the reports of -mode interleaved")
 
 	g, ok := wf.Jobs["gate"]
 	require.True(t, ok)
