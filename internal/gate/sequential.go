@@ -48,17 +48,15 @@ func DefaultSequential() Sequential {
 
 // Validate reports a design that cannot run.
 func (s Sequential) Validate() error {
-	var errs []error
-	if !(s.Alpha > 0 && s.Alpha < 0.5) {
-		errs = append(errs, fmt.Errorf("sequential: alpha %v: must be in (0, 0.5)", s.Alpha))
+	if err := s.closed().Validate(); err != nil {
+		return fmt.Errorf("sequential (one look per pair): %w", err)
 	}
-	if !(s.Beta > 0 && s.Beta < 0.5) {
-		errs = append(errs, fmt.Errorf("sequential: beta %v: must be in (0, 0.5)", s.Beta))
-	}
-	if s.MinPairs < 1 || s.MaxPairs < s.MinPairs || s.MaxPairs > 100 {
-		errs = append(errs, fmt.Errorf("sequential: pairs %d..%d: want 1 <= min <= max <= 100", s.MinPairs, s.MaxPairs))
-	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// closed is the design as stats.Sequential: one look per pair.
+func (s Sequential) closed() stats.Sequential {
+	return stats.Sequential{Alpha: s.Alpha, Beta: s.Beta, MinLooks: s.MinPairs, MaxLooks: s.MaxPairs}
 }
 
 // A Decision is the state of a sequential comparison after a look.
@@ -145,8 +143,7 @@ func (s Sequential) Decide(est []PairEstimate, tolerance float64, better int) (L
 		}
 	}
 	mean, se := s.pool(est)
-	closed := stats.Sequential{Alpha: s.Alpha, Beta: s.Beta, MinLooks: s.MinPairs, MaxLooks: s.MaxPairs}
-	c, err := closed.Look(k, bad*mean, se, delta)
+	c, err := s.closed().Look(k, bad*mean, se, delta)
 	if err != nil {
 		return Look{}, fmt.Errorf("sequential: %w", err)
 	}

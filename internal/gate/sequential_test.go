@@ -91,7 +91,7 @@ func TestSequentialDecideErrors(t *testing.T) {
 		{"past the cap", s, est(0.01, 0, 0, 0, 0, 0, 0, 0, 0, 0), 0.05, -1, "more than the cap"},
 		{"nan", s, est(0.01, 0, math.NaN(), 0), 0.05, -1, "pair 2"},
 		{"bad alpha", Sequential{Alpha: 0.6, Beta: 0.05, MinPairs: 1, MaxPairs: 2}, est(0.01, 0), 0.05, -1, "alpha"},
-		{"bad pairs", Sequential{Alpha: 0.01, Beta: 0.05, MinPairs: 3, MaxPairs: 2}, est(0.01, 0), 0.05, -1, "pairs 3..2"},
+		{"bad pairs", Sequential{Alpha: 0.01, Beta: 0.05, MinPairs: 3, MaxPairs: 2}, est(0.01, 0), 0.05, -1, "(one look per pair): looks 3..2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
