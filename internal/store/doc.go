@@ -41,5 +41,6 @@
 // A runner name is 1 to 64 characters of [A-Za-z0-9._-]; a commit 1 to 80
 // of [A-Za-z0-9._-]; neither starts with a dot. An add takes at most
 // MaxFiles files of at most MaxFileBytes each, and MaxRunBytes in all. It
-// streams them and holds none in memory.
+// streams them and holds none in memory. A manifest, which readers hold
+// whole, is at most MaxManifestBytes.
 package store

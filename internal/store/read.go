@@ -160,7 +160,7 @@ func readCommit(dir, runner, commit string, verify bool) ([]*Run, error) {
 // readRun reads and checks one run directory.
 func readRun(dir, runner, commit string, verify bool) (*Run, error) {
 	name := filepath.Join(dir, manifestFile)
-	data, err := os.ReadFile(name)
+	data, err := readSmall(name, MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: unreadable manifest: %w (move the run directory away to go on)", name, err)
 	}

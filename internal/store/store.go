@@ -41,6 +41,10 @@ const (
 	// MaxRunBytes is the most bytes one add takes in all its files
 	// (1 GiB): four files at the largest.
 	MaxRunBytes = 1 << 30
+	// MaxManifestBytes is the largest manifest an add writes and a reader
+	// reads (16 MiB, some 100000 benchmarks). A reader holds a manifest
+	// whole, so a larger one is refused, not read.
+	MaxManifestBytes = 16 << 20
 )
 
 // Kinds of file in a run.
@@ -100,7 +104,7 @@ func IsStore(dir string) bool {
 
 // Open opens the store in dir, which must exist and be one.
 func Open(dir string) (*Store, error) {
-	data, err := os.ReadFile(filepath.Join(dir, layoutFile))
+	data, err := readSmall(filepath.Join(dir, layoutFile), 64<<10)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("open store: %s is not a servegate history store (no %s; servegate history add creates one)", dir, layoutFile)
 	}
@@ -146,6 +150,24 @@ func Create(dir string) (*Store, error) {
 		return nil, fmt.Errorf("create store: %w", err)
 	}
 	return Open(dir)
+}
+
+// readSmall reads a file of at most limit bytes whole. A longer one is
+// an error, read no further than limit+1 bytes.
+func readSmall(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes, the most this file may hold", name, limit)
+	}
+	return data, nil
 }
 
 // writeAtomic writes data to name through a temporary file in the same
@@ -322,6 +344,9 @@ func (s *Store) Add(ctx context.Context, req AddRequest) (*Run, error) {
 	mdata, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("add: %w", err)
+	}
+	if len(mdata)+1 > MaxManifestBytes {
+		return nil, fmt.Errorf("add: the run's manifest would be %d bytes, over %d, the most a reader reads: %d benchmarks in the run", len(mdata)+1, MaxManifestBytes, len(m.Benchmarks))
 	}
 	if err := writeSynced(filepath.Join(tmp, manifestFile), append(mdata, '\n')); err != nil {
 		return nil, fmt.Errorf("add: %w", err)

@@ -39,6 +39,18 @@ func sparse(tb testing.TB, dir, name string, n int64) string {
 	return p
 }
 
+// manyBenchmarks writes a benchfmt file of n benchmarks of long names.
+func manyBenchmarks(tb testing.TB, dir string, n int) string {
+	tb.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "BenchmarkScenarios/scenario=a-long-name-for-scenario-%09d 1 2 ns/op\n", i)
+	}
+	p := filepath.Join(dir, "many.benchfmt")
+	require.NoError(tb, os.WriteFile(p, []byte(b.String()), 0o644))
+	return p
+}
+
 // addCommit adds one run of commit i (commit time t0 + i hours).
 func addCommit(tb testing.TB, s *Store, runner string, i int, files ...string) *Run {
 	tb.Helper()
@@ -124,6 +136,7 @@ func TestAddRefuses(t *testing.T) {
 		{"data after the object", 3, []string{benchfmtFile(t, "aaa", 1, ""), write("after.json", "{\"a\": [1, {\"b\": 2}]} {}")}, "after.json: not a JSON object: data after the object"},
 		{"a list", 3, []string{benchfmtFile(t, "aaa", 1, ""), write("list.json", "[1]")}, "list.json: not a JSON object"},
 		{"file too big", 3, []string{benchfmtFile(t, "aaa", 1, ""), sparse(t, tmp, "big.json", MaxFileBytes+1)}, "big.json: larger than 268435456 bytes"},
+		{"manifest too big", 3, []string{manyBenchmarks(t, tmp, 200_000)}, "the run's manifest would be"},
 		{"run too big", 3, []string{benchfmtFile(t, "aaa", 1, ""), sparse(t, tmp, "1.json", MaxFileBytes), sparse(t, tmp, "2.json", MaxFileBytes), sparse(t, tmp, "3.json", MaxFileBytes), sparse(t, tmp, "4.json", MaxFileBytes)}, "over 1073741824, the most one run may hold"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -238,6 +251,10 @@ func TestTornAndForeign(t *testing.T) {
 			require.NoError(t, os.Remove(r.Path("gate.json")))
 			require.NoError(t, os.Mkdir(r.Path("gate.json"), 0o755))
 		}, "gate.json: not a regular file"},
+		{"a manifest too large to read", func(t *testing.T, r *Run) {
+			// Read whole before, a 512 MiB manifest took 552 MB of memory.
+			require.NoError(t, os.Truncate(r.Path(manifestFile), MaxManifestBytes+1))
+		}, "manifest.json: over 16777216 bytes"},
 		{"torn manifest", func(t *testing.T, r *Run) {
 			require.NoError(t, os.Truncate(r.Path(manifestFile), 20))
 		}, "manifest.json: torn or altered manifest"},
