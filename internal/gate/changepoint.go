@@ -31,12 +31,12 @@ import (
 // takes a stricter level than a single comparison.
 const historyAlpha = 0.01
 
-// historySeed seeds the permutation tests: the same history always gets
+// changePointSeed seeds the permutation tests: the same history always gets
 // the same answer.
-const historySeed = 20141
+const changePointSeed = 20141
 
-// A HistoryReport is the outcome of change-point mode.
-type HistoryReport struct {
+// A ChangePointReport is the outcome of change-point mode.
+type ChangePointReport struct {
 	Dir string `json:"dir"`
 	// Runner is the runner type read from a results store.
 	Runner  string   `json:"runner,omitempty"`
@@ -66,14 +66,14 @@ type HistorySeries struct {
 	Runs    []int     `json:"runs"`
 	// From is the first point the change points were searched from (the
 	// window of the newest points).
-	From    int              `json:"from"`
-	Changes []*HistoryChange `json:"changes"`
+	From    int            `json:"from"`
+	Changes []*ChangePoint `json:"changes"`
 	// Skipped says why the series was not analysed (too few points).
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// A HistoryChange is one persistent shift.
-type HistoryChange struct {
+// A ChangePoint is one persistent shift.
+type ChangePoint struct {
 	Commit string  `json:"commit"` // the first commit after the change
 	Index  int     `json:"index"`  // its point in the series
 	Before float64 `json:"before"` // median of the segment before
@@ -92,19 +92,19 @@ const (
 	changeWithin      = "within tolerance"
 )
 
-// RunHistory reads dir and analyses every series a rule of pol gates.
+// RunChangePoints reads dir and analyses every series a rule of pol gates.
 // dir is a results store (internal/store; its only runner type, else an
-// error that lists them: see RunHistoryStore) or a directory of result
+// error that lists them: see RunChangePointsStore) or a directory of result
 // files, one per commit, in name order (see expand). The commit of such
 // a file is its "commit:" configuration value, else its name without
 // extension. Invalid or interrupted results are left out, with a note.
-func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) {
+func RunChangePoints(dir string, pol *Policy, alpha float64) (*ChangePointReport, error) {
 	if store.IsStore(dir) {
 		st, err := store.Open(dir)
 		if err != nil {
 			return nil, fmt.Errorf("history: %w", err)
 		}
-		return RunHistoryStore(st, HistoryOptions{Policy: pol, Alpha: alpha})
+		return RunChangePointsStore(st, ChangePointOptions{Policy: pol, Alpha: alpha})
 	}
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
@@ -120,11 +120,11 @@ func RunHistory(dir string, pol *Policy, alpha float64) (*HistoryReport, error) 
 	for i, f := range files {
 		in[i] = historyCommit{id: strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), files: []string{f}, named: true}
 	}
-	return analyseHistory(dir, in, pol, alpha, historyMaxPoints)
+	return analyseChangePoints(dir, in, pol, alpha, historyMaxPoints)
 }
 
-// HistoryOptions are the settings of RunHistoryStore.
-type HistoryOptions struct {
+// ChangePointOptions are the settings of RunChangePointsStore.
+type ChangePointOptions struct {
 	// Runner is the runner type whose commits are read; "" when the
 	// store holds one.
 	Runner string
@@ -138,9 +138,9 @@ type HistoryOptions struct {
 	Window int
 }
 
-// RunHistoryStore analyses one runner type's commits of a results store
+// RunChangePointsStore analyses one runner type's commits of a results store
 // (internal/store), oldest first by commit time.
-func RunHistoryStore(st *store.Store, opt HistoryOptions) (*HistoryReport, error) {
+func RunChangePointsStore(st *store.Store, opt ChangePointOptions) (*ChangePointReport, error) {
 	pol := opt.Policy
 	if pol == nil {
 		pol = DefaultPolicy()
@@ -173,7 +173,7 @@ func RunHistoryStore(st *store.Store, opt HistoryOptions) (*HistoryReport, error
 	for i, c := range commits {
 		in[i] = historyCommit{id: c.ID, time: c.Time, files: c.FilesOf(store.KindBenchfmt)}
 	}
-	rep, err := analyseHistory(st.Dir, in, pol, alpha, window)
+	rep, err := analyseChangePoints(st.Dir, in, pol, alpha, window)
 	if rep != nil {
 		rep.Runner = runner
 		rep.Notes = append(notes, rep.Notes...)
@@ -193,10 +193,10 @@ type historyCommit struct {
 // seriesKey names a series.
 type seriesKey struct{ bench, unit string }
 
-// analyseHistory reads the commits' files (oldest first) and finds the
+// analyseChangePoints reads the commits' files (oldest first) and finds the
 // change points of each gated series in its newest window points.
-func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, window int) (*HistoryReport, error) {
-	rep := &HistoryReport{Dir: dir, Alpha: alpha}
+func analyseChangePoints(dir string, in []historyCommit, pol *Policy, alpha float64, window int) (*ChangePointReport, error) {
+	rep := &ChangePointReport{Dir: dir, Alpha: alpha}
 	values := map[seriesKey]map[int][]float64{} // series → commit index → values
 	shas := map[string]map[int]string{}         // benchmark → commit index → scenario-sha
 	var order []seriesKey
@@ -288,7 +288,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 		}
 		analysed++
 		vals := s.Values[s.From:]
-		cps := stats.ChangePoints(vals, alpha, historyMinSegment, historySeed)
+		cps := stats.ChangePoints(vals, alpha, historyMinSegment, changePointSeed)
 		for j, cp := range cps {
 			lo, hi := 0, len(vals)
 			if j > 0 {
@@ -297,7 +297,7 @@ func analyseHistory(dir string, in []historyCommit, pol *Policy, alpha float64, 
 			if j+1 < len(cps) {
 				hi = cps[j+1].Index
 			}
-			ch := &HistoryChange{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: stats.Median(vals[lo:cp.Index]), After: stats.Median(vals[cp.Index:hi]), P: cp.P}
+			ch := &ChangePoint{Commit: s.Commits[s.From+cp.Index], Index: s.From + cp.Index, Before: stats.Median(vals[lo:cp.Index]), After: stats.Median(vals[cp.Index:hi]), P: cp.P}
 			ch.Change = (ch.After - ch.Before) / math.Abs(ch.Before)
 			ch.Kind = changeKind(ch.Before, ch.After, better, rule.Tolerance)
 			s.Changes = append(s.Changes, ch)
@@ -383,7 +383,7 @@ func changeKind(before, after float64, better int, tol Tolerance) string {
 // ExitCode is 1 when the newest change of a gated series is a
 // regression past its tolerance (a persistent shift that main still
 // carries), else 0.
-func (r *HistoryReport) ExitCode() int {
+func (r *ChangePointReport) ExitCode() int {
 	if r.Verdict == Fail {
 		return ExitRegression
 	}
@@ -391,7 +391,7 @@ func (r *HistoryReport) ExitCode() int {
 }
 
 // WriteText writes the report for people.
-func (r *HistoryReport) WriteText(w io.Writer) error {
+func (r *ChangePointReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	first, last := "", ""
 	if n := len(r.Commits); n > 0 {
@@ -441,7 +441,7 @@ func percent(f float64) string {
 }
 
 // WriteMarkdown writes the report as a Markdown table of the shifts.
-func (r *HistoryReport) WriteMarkdown(w io.Writer) error {
+func (r *ChangePointReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	verdict := map[Verdict]string{
 		Pass: "pass: no gated series ends on a regression",
@@ -471,7 +471,7 @@ func (r *HistoryReport) WriteMarkdown(w io.Writer) error {
 }
 
 // WriteJSON writes the report as JSON.
-func (r *HistoryReport) WriteJSON(w io.Writer) error {
+func (r *ChangePointReport) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
@@ -481,8 +481,8 @@ func (r *HistoryReport) WriteJSON(w io.Writer) error {
 }
 
 // MarshalJSON writes a change that has no ratio (a zero Before) as null.
-func (c *HistoryChange) MarshalJSON() ([]byte, error) {
-	type plain HistoryChange
+func (c *ChangePoint) MarshalJSON() ([]byte, error) {
+	type plain ChangePoint
 	out := struct {
 		*plain
 		Change *float64 `json:"change"`

@@ -130,7 +130,7 @@ func checkHistory(t *testing.T, run historyRun) {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d.benchfmt", i+1)), []byte(b.String()), 0o644))
 	}
-	rep, err := RunHistory(dir, DefaultPolicy(), historyAlpha)
+	rep, err := RunChangePoints(dir, DefaultPolicy(), historyAlpha)
 	require.NoError(t, err)
 	var buf strings.Builder
 	require.NoError(t, rep.WriteText(&buf))

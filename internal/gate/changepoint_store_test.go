@@ -55,7 +55,7 @@ func TestHistoryStore(t *testing.T) {
 	assert.Contains(t, out, "(runner cpu4)")
 	assert.Contains(t, out, "shift at z008: 0.03", "the ninth commit by time is z008")
 
-	rep, err := RunHistoryStore(st, HistoryOptions{})
+	rep, err := RunChangePointsStore(st, ChangePointOptions{})
 	require.NoError(t, err)
 	require.Len(t, rep.CommitTimes, 16)
 	for _, s := range rep.Series {
@@ -131,10 +131,10 @@ func TestHistoryWindow(t *testing.T) {
 		}
 		return 0.033
 	}, func(int) string { return "v1" })
-	rep, err := RunHistoryStore(st, HistoryOptions{})
+	rep, err := RunChangePointsStore(st, ChangePointOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, Fail, rep.Verdict)
-	rep, err = RunHistoryStore(st, HistoryOptions{Window: 20})
+	rep, err = RunChangePointsStore(st, ChangePointOptions{Window: 20})
 	require.NoError(t, err)
 	assert.Equal(t, Pass, rep.Verdict, "the step at commit 5 is outside the newest 20")
 	for _, s := range rep.Series {

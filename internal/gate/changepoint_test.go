@@ -62,7 +62,7 @@ func TestHistoryFindsTheCommit(t *testing.T) {
 
 	code, out, _ = runHistoryMain(t, "-history", dir, "-format", "json")
 	require.Equal(t, ExitRegression, code)
-	var rep HistoryReport
+	var rep ChangePointReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	var ttft *HistorySeries
 	for _, s := range rep.Series {

@@ -272,18 +272,18 @@ func mainHistory(dir, runner, policyFile string, alpha float64, format, mdFile, 
 	if err != nil {
 		return fail(err)
 	}
-	var rep *HistoryReport
+	var rep *ChangePointReport
 	switch {
 	case store.IsStore(dir):
 		st, oerr := store.Open(dir)
 		if oerr != nil {
 			return fail(oerr)
 		}
-		rep, err = RunHistoryStore(st, HistoryOptions{Runner: runner, Policy: pol, Alpha: alpha})
+		rep, err = RunChangePointsStore(st, ChangePointOptions{Runner: runner, Policy: pol, Alpha: alpha})
 	case runner != "":
 		return fail(fmt.Errorf("-runner %s: %s is no results store (servegate history add makes one)", runner, dir))
 	default:
-		rep, err = RunHistory(dir, pol, alpha)
+		rep, err = RunChangePoints(dir, pol, alpha)
 	}
 	if rep == nil {
 		return fail(err)

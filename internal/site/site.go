@@ -99,7 +99,7 @@ func Write(ctx context.Context, cfg Config) (*Summary, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("site: %w", err)
 		}
-		rep, err := gate.RunHistoryStore(cfg.Store, gate.HistoryOptions{Runner: runner, Policy: cfg.Policy, Alpha: cfg.Alpha, Window: cmp.Or(cfg.Window, DefaultWindow)})
+		rep, err := gate.RunChangePointsStore(cfg.Store, gate.ChangePointOptions{Runner: runner, Policy: cfg.Policy, Alpha: cfg.Alpha, Window: cmp.Or(cfg.Window, DefaultWindow)})
 		if rep == nil {
 			return nil, fmt.Errorf("site: %w", err)
 		}
@@ -260,7 +260,7 @@ type overviewRow struct {
 	last          string
 	// shift is the largest open shift: the newest change point of a
 	// series (one that main still carries), largest in size.
-	shift    *gate.HistoryChange
+	shift    *gate.ChangePoint
 	shiftOf  runnerSeries
 	analysed bool
 }

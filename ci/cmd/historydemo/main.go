@@ -145,7 +145,7 @@ func demo(ctx context.Context, out string, commits, runs, stepAt int, slowdown f
 		}
 		fmt.Fprintf(stdout, "commit %2d %s: %d runs%s\n", i, id[:10], runs, mark)
 	}
-	rep, err := gate.RunHistoryStore(st, gate.HistoryOptions{})
+	rep, err := gate.RunChangePointsStore(st, gate.ChangePointOptions{})
 	if rep == nil {
 		return err
 	}
