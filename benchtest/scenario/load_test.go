@@ -138,6 +138,7 @@ func TestParseErrors(t *testing.T) {
 		{"list item not a mapping", "- name: a\n- 3\n", "bad.yaml:2: [1]: want a scenario (a mapping), got number 3"},
 		{"missing name", "description: x\n", "bad.yaml:1: name: required"},
 		{"bad name", "name: a b\n", `bad.yaml:1: name: "a b": use letters, digits, '.', '_' and '-' only, starting with a letter or digit`},
+		{"long name", "name: " + strings.Repeat("n", 129) + "\n", "bad.yaml:1: name: 129 characters is over the maximum 128: the name goes into file names and every request's id"},
 		{"duplicate name", "- name: a\n- name: a\n", `bad.yaml:2: name: "a" is also the name of the scenario at line 1`},
 		{"unknown top-level key", "name: a\nrate: 3\n", "bad.yaml:2: rate: unknown key (known keys here: name, description, target, backend, endpoint, dataset, load, sampling, extra_body, headers, metrics, slo, harness, server_metrics, capacity, sessions)"},
 		{"unknown nested key", "name: a\nload:\n  request_rate: 1\n  rps: 3\n", "bad.yaml:4: load.rps: unknown key (known keys here: request_rate, burstiness, ramp_up, max_concurrency, warmups, max_duration, request_timeout, ready_timeout, trace_replay, trace_speed, warm_connections, max_line_bytes)"},

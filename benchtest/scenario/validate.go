@@ -24,6 +24,11 @@ var (
 	namePattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
+// maxNameLen is the longest scenario name. The name goes into file
+// names, which Linux caps at 255 bytes, and into every request's
+// x-request-id header.
+const maxNameLen = 128
+
 // goodputDependent are the metrics that exist only with slo.goodput.
 var goodputDependent = []string{"request_goodput", "goodput_ratio"}
 
@@ -51,6 +56,9 @@ func (sc *Scenario) validateTarget() error {
 	}
 	if !namePattern.MatchString(sc.Name) {
 		return sc.errorf("name", "%q: use letters, digits, '.', '_' and '-' only, starting with a letter or digit", sc.Name)
+	}
+	if len(sc.Name) > maxNameLen {
+		return sc.errorf("name", "%d characters is over the maximum %d: the name goes into file names and every request's id", len(sc.Name), maxNameLen)
 	}
 	t := sc.Target
 	if !slices.Contains(targetKinds, t.Kind) {

@@ -62,6 +62,9 @@ func readConversations(ctx context.Context, path string, tok *tokenizer.Tokenize
 		if !ok {
 			return nil, fileErr(path, line(-1), "conversation %d: id: want a string, got %s", idx, jsonKind(entry.ID))
 		}
+		if len(id) > MaxIDBytes {
+			return nil, fileErr(path, line(-1), "conversation %d: id: %d bytes is over the maximum %d (it goes into every request's x-request-id header)", idx, len(id), MaxIDBytes)
+		}
 		name := fmt.Sprintf("conversation %d (id %q)", idx, id)
 		if ids[id] {
 			return nil, fileErr(path, line(-1), "%s: id: found more than once", name)

@@ -97,6 +97,7 @@ func TestConversationsFileBadInput(t *testing.T) {
 		{"assistant first", "[\n{\"id\": \"x\",\n \"messages\": [\n{\"role\": \"assistant\", \"content\": \"hi\"}]}]", 4, []string{`conversation 0 (id "x")`, "messages[0].role"}},
 		{"system only", `[{"id": "x", "messages": [{"role": "system", "content": "s"}]}]`, 1, []string{"messages[0].role", "needs a user message"}},
 		{"tool role", "[{\"id\": \"x\", \"messages\": [\n{\"role\": \"user\", \"content\": \"a\"},\n{\"role\": \"tool\", \"content\": \"b\"}]}]", 3, []string{"messages[1].role", `"tool"`}},
+		{"id too long", "[\n{\"id\": \"" + strings.Repeat("x", MaxIDBytes+1) + "\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}]", 2, []string{"conversation 0: id: 257 bytes is over the maximum 256", "x-request-id"}},
 		{"id not a string", "[\n{\"id\": 3, \"messages\": []}]", 2, []string{"conversation 0", "id: want a string, got a number"}},
 		{"duplicate id", "[\n{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]},\n{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"y\"}]}]", 3, []string{`conversation 1 (id "a")`, "more than once"}},
 		{"no messages", "[\n\n{\"id\": \"a\", \"messages\": []}]", 3, []string{"messages: want a non-empty list"}},

@@ -36,6 +36,10 @@ const (
 	// MaxContentLen is the largest min_content_len or max_content_len of
 	// a ShareGPT source, in characters.
 	MaxContentLen = 1 << 30
+	// MaxIDBytes is the longest id of a conversation or ShareGPT entry.
+	// The id goes into every request's x-request-id header, and servers
+	// refuse long headers: Go's at 1 MiB, vLLM's h11 at 16 KiB.
+	MaxIDBytes = 256
 )
 
 // fileLimit, lineLimit and totalLimit are MaxFileBytes, MaxLineBytes and

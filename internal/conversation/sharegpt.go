@@ -235,6 +235,9 @@ func readShareGPTEntries(ctx context.Context, path string) ([]sgEntry, error) {
 		if !ok {
 			return nil, fileErr(path, lineOf(path, off), "entry %d: id: want a string, got %s", idx, jsonKind(item.ID))
 		}
+		if len(id) > MaxIDBytes {
+			return nil, fileErr(path, lineOf(path, off), "entry %d: id: %d bytes is over the maximum %d (it goes into every request's x-request-id header)", idx, len(id), MaxIDBytes)
+		}
 		if item.Conversations == nil {
 			return nil, fileErr(path, lineOf(path, off), "entry %d (id %q): conversations: missing", idx, id)
 		}

@@ -59,6 +59,7 @@ func TestShareGPTBadInput(t *testing.T) {
 		{"no conversations key", "[\n{\"id\": \"a_0\"},\n{\"id\": \"b_0\", \"convs\": []}]", 2, []string{"entry 0", "conversations: missing"}},
 		{"value not a string", "[{\"id\": \"a_0\", \"conversations\": [\n{\"from\": \"human\", \"value\": \"é\"},\n{\"from\": \"gpt\", \"value\": null}]}]", 3, []string{"conversations[1].value: want a string, got null"}},
 		{"unknown from", "[{\"id\": \"a_0\", \"conversations\": [\n{\"from\": \"human\", \"value\": \"é\"},\n{\"from\": \"robot\", \"value\": \"ü\"}]}]", 3, []string{`conversations[1].from: "robot"`}},
+		{"id too long", "[\n{\"id\": \"" + strings.Repeat("y", MaxIDBytes+1) + "_0\", \"conversations\": []}]", 2, []string{"entry 0: id: 259 bytes is over the maximum 256"}},
 		{"id with two underscores", "[\n{\"id\": \"a_b_0\", \"conversations\": []}]", 2, []string{"id", "more than one"}},
 		// encoding/json would read the byte as U+FFFD, which made an ASCII
 		// message count as non-ASCII; vLLM's converter refuses the file.
