@@ -234,7 +234,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 		return fail(fmt.Errorf("-baseline-store: %w", err))
 	}
 	if d.Detected {
-		return fail(fmt.Errorf("-baseline-store: %s: the stored baseline (commit %s) no longer describes this machine; compare base and head paired instead (servegate compareequential)", d.Why, b.Commit.ID))
+		return fail(fmt.Errorf("-baseline-store: %s: the stored baseline (commit %s) no longer describes this machine; compare base and head paired instead (servegate compare)", d.Why, b.Commit.ID))
 	}
 	fmt.Fprintln(stdout, d.Why)
 	var est []PairEstimate
