@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -226,9 +227,12 @@ func RunSessions(ctx context.Context, cfg Config, sess Sessions) (*Result, error
 }
 
 // toolsCutWarning warns of a run that declares tools, gets no tool call
-// and has answers stopped at max_tokens. A call cut short comes back as
-// text, so such a run has 0 tool rounds and says nothing else: with
-// tool_call_rate 1, the simulator answers max_tokens 12 with text.
+// and has answers stopped at max_tokens that start as a call does.
+// A call cut short comes back as text, so such a run has 0 tool rounds and
+// says nothing else: with tool_call_rate 1 and max_tokens 12, the
+// simulator streams no text at all. An answer of prose is not
+// counted: vLLM's client asks for min_tokens = max_tokens, so every answer
+// of a server that calls no tool stops at max_tokens.
 func toolsCutWarning(sess *Sessions, convs []conversation.Conversation, recs []metrics.Record) error {
 	if len(sess.Tools) == 0 {
 		return nil
@@ -240,7 +244,7 @@ func toolsCutWarning(sess *Sessions, convs []conversation.Conversation, recs []m
 		}
 		if r.Success {
 			ok++
-			if r.FinishReason == "length" {
+			if r.FinishReason == "length" && startsCall(r) {
 				cut++
 			}
 		}
@@ -254,8 +258,21 @@ func toolsCutWarning(sess *Sessions, convs []conversation.Conversation, recs []m
 			most = max(most, t.MaxTokens)
 		}
 	}
-	return fmt.Errorf("sessions: tools are declared, but no answer held a tool call and %d of %d answers stopped at max_tokens (finish_reason \"length\"; the largest max_tokens is %d): a tool call cut short comes back as text, so the run has 0 tool rounds; give the answers room for a whole call (the simulator's takes about 22 tokens plus tool_call_arg_tokens, 16 by default)",
+	return fmt.Errorf("sessions: tools are declared, but no answer held a tool call, and %d of %d answers stopped at max_tokens (finish_reason \"length\"; the largest max_tokens is %d) where a call starts: a tool call cut short comes back as text, so the run has 0 tool rounds; give the answers room for a whole call (the simulator's takes about 22 tokens plus tool_call_arg_tokens, 16 by default)",
 		cut, ok, most)
+}
+
+// startsCall reports whether an answer is the start of a tool call: text
+// in a format vLLM's tool parsers read (JSON as Llama 3's and the
+// simulator's, Hermes' <tool_call>, Llama 3's <|python_tag|>), or output
+// tokens with no text at all, which a streaming tool parser holds back
+// until it has read the call's name.
+func startsCall(r metrics.Record) bool {
+	t := strings.TrimSpace(r.GeneratedText)
+	if t == "" {
+		return r.OutputTokens > 0
+	}
+	return strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[{") || strings.HasPrefix(t, "<tool_call>") || strings.HasPrefix(t, "<|python_tag|>")
 }
 
 func cmpOr(a, b int) int {

@@ -187,7 +187,8 @@ func TestSessionsToolLoopStopsAtTheCap(t *testing.T) {
 // A server that would call a tool on every answer, with max_tokens too
 // small for a whole call, answers with text cut at max_tokens: the run
 // has 0 tool rounds, and a warning says why and what to change. With room
-// for the call there is no warning.
+// for the call there is no warning, nor with a server that calls no tool
+// (its answers stop at max_tokens in prose).
 func TestSessionsToolCallsCutShortWarn(t *testing.T) {
 	url, _ := recordingSim(t, "x-session-id", map[string]string{"tool_call_rate": "1"})
 	cfg := chatConfig(url)
@@ -219,4 +220,17 @@ func TestSessionsToolCallsCutShortWarn(t *testing.T) {
 			assert.Contains(t, w, want)
 		}
 	}
+	noCalls, _ := recordingSim(t, "x-session-id", map[string]string{"tool_call_rate": "0"})
+	cfg = chatConfig(noCalls)
+	cfg.Model = "servegate/sim-instant"
+	cs := convs(2, 2)
+	for i := range cs {
+		for j := range cs[i].Turns {
+			cs[i].Turns[j].MaxTokens = 4
+		}
+	}
+	res, err := RunSessions(t.Context(), cfg, Sessions{Conversations: cs, Tools: tools})
+	require.NoError(t, err)
+	assert.Equal(t, "length", res.Records[0].FinishReason)
+	assert.Empty(t, res.Warnings, "a server that calls no tool")
 }
