@@ -152,3 +152,25 @@ func TestMissingFlagsKeepsOrderOnce(t *testing.T) {
 	have := map[string]bool{"b": true}
 	assert.Equal(t, []string{"c", "a"}, MissingFlags(have, []string{"c", "b", "a", "c"}))
 }
+
+// TestUpstreamImage: vLLM's own image, vllm/vllm-openai (CUDA; amd64 and
+// arm64), is a vllm target image like any other. It carries no CPU label,
+// so the CPU check asks an amd64 host for AVX2 alone and an arm64 host for
+// nothing, whether or not Docker has pulled it yet. It starts with the
+// same `vllm serve` command line. No image is pulled.
+func TestUpstreamImage(t *testing.T) {
+	const img = "vllm/vllm-openai:v0.13.0"
+	for _, c := range []struct{ cpuinfo, goarch string }{
+		{"testdata/cpuinfo-avx2.txt", "amd64"},
+		{"testdata/cpuinfo-avx512.txt", "amd64"},
+		{"testdata/cpuinfo-arm64.txt", "arm64"},
+	} {
+		for name, images := range map[string]fakeImages{"absent": {}, "pulled": {img: {}}} {
+			o, _ := request(t, withCPUInfo(c.cpuinfo, c.goarch), withImages(images))
+			assert.NoError(t, o.checkCPU(context.Background(), img), "%s on %s, image %s", c.goarch, c.cpuinfo, name)
+		}
+	}
+	_, req := request(t, WithModel("/models/tiny"), WithExtraArgs("--max-num-seqs", "4"))
+	assert.Equal(t, []string{"vllm", "serve"}, req.Entrypoint)
+	assert.Equal(t, []string{"/models/tiny", "--host", "0.0.0.0", "--port", "8000", "--max-num-seqs", "4"}, req.Cmd)
+}
