@@ -1,6 +1,10 @@
 package dataset
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+	"os"
+)
 
 // Limits on the numbers of a Spec. They sit far above any real benchmark
 // and keep a typing slip (input_len: 2000000000) from exhausting memory:
@@ -20,7 +24,42 @@ const (
 	// (random, random-rerank, prefix_repetition, txt-slices) may hold:
 	// num_prompts times the longest prompt (about 640 MB of text).
 	MaxTotalTokens = 1 << 27
+	// MaxFileBytes is the largest ShareGPT or txt-slices file, which are
+	// read whole: 1 GiB, as for a conversations file.
+	MaxFileBytes = 1 << 30
 )
+
+// fileLimit is MaxFileBytes; a test lowers it.
+var fileLimit int64 = MaxFileBytes
+
+// readFileLimited reads a file that is read whole. It refuses one over
+// fileLimit before reading it, and stops reading one that grows past it
+// (a pipe, or /dev/zero).
+func readFileLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	over := func() error {
+		return fileErr(path, 0, "the file is over the maximum of %d bytes (MaxFileBytes)", fileLimit)
+	}
+	if fi.Size() > fileLimit {
+		return nil, over()
+	}
+	data, err := io.ReadAll(io.LimitReader(f, fileLimit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > fileLimit {
+		return nil, over()
+	}
+	return data, nil
+}
 
 // checkLimits checks the spec's numbers against the limits above.
 func (s Spec) checkLimits() error {

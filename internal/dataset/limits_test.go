@@ -2,9 +2,14 @@ package dataset
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/servegate/servegate/fixtures"
 )
@@ -30,4 +35,45 @@ func TestSpecLimits(t *testing.T) {
 		_, err := Load(context.Background(), tt.spec, tok)
 		assert.EqualError(t, err, tt.want)
 	}
+}
+
+// TestFileLimit: a ShareGPT or txt-slices file past MaxFileBytes is refused
+// before it is read whole, and so is a file that only grows past it while
+// it is read (a FIFO stands in for /dev/zero, whose size is 0).
+func TestFileLimit(t *testing.T) {
+	tok := loadTokenizer(t, fixtures.Llama3)
+	defer func(v int64) { fileLimit = v }(fileLimit)
+	fileLimit = 64
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	require.NoError(t, os.WriteFile(big, []byte("["+strings.Repeat(" ", 100)+"]"), 0o644))
+	small := filepath.Join(dir, "small.json")
+	require.NoError(t, os.WriteFile(small, []byte("[]"), 0o644))
+	want := " the file is over the maximum of 64 bytes (MaxFileBytes)"
+	for _, spec := range []Spec{
+		{Name: ShareGPT, Path: big, NumPrompts: 1},
+		{Name: TxtSlices, Path: big, NumPrompts: 1, TxtSlices: TxtSlicesParams{InputLen: 4, OutputLen: 4}},
+	} {
+		_, err := Load(context.Background(), spec, tok)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), big+":"+want)
+	}
+	_, err := Load(context.Background(), Spec{Name: ShareGPT, Path: small, NumPrompts: 1}, tok)
+	if err != nil {
+		assert.NotContains(t, err.Error(), "MaxFileBytes")
+	}
+
+	fifo := filepath.Join(dir, "fifo.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		f.Write([]byte("[" + strings.Repeat(" ", 1000)))
+	}()
+	_, err = readFileLimited(fifo)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fifo+":"+want)
 }

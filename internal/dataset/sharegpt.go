@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
 
 	"github.com/servegate/servegate/internal/tokenizer"
@@ -27,7 +26,7 @@ type conversation struct {
 // turns are skipped, as vLLM does; anything malformed is an error naming its
 // line.
 func readShareGPT(path string) ([]conversation, int, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileLimited(path)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"os"
 	"strconv"
 
 	"github.com/servegate/servegate/internal/tokenizer"
@@ -16,7 +15,7 @@ import (
 // reproduced, so the prompts are vLLM's for the same seed. Only local files
 // are read; vLLM also fetches http(s) URLs.
 func loadTxtSlices(ctx context.Context, s Spec, tok *tokenizer.Tokenizer) ([]Sample, error) {
-	data, err := os.ReadFile(s.Path)
+	data, err := readFileLimited(s.Path)
 	if err != nil {
 		return nil, err
 	}
