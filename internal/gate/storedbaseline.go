@@ -115,14 +115,57 @@ type StoreInput struct {
 
 // mainStoreSequential is "gate -sequential -baseline-store DIR -runner R
 // [-base-commit C] [-scenario-version V] [-baseline-max-age DAYS]
-// -fresh-base F1 [-fresh-base F2 ...] HEAD1 [HEAD2 ...]": head's runs of
-// one scenario judged against main's stored runs instead of base's, run
-// k against stored run k (docs/verdicts.md). The fresh base runs check
-// the drift first; a drift found is exit 2 with its reason, as is every
-// baseline FindBaseline refuses. Exit 0 no regression, 1 regression, 2
-// bad input, drift, too noisy to judge at the cap, or not decided yet
-// with the head runs given ("run another head run").
+// -fresh-base F1 [-fresh-base F2 ...] HEAD1 [HEAD2 ...]": JudgeStored as
+// a command. Exit 0 no regression, 1 regression, 2 bad input, a
+// baseline that cannot serve (a drift among them), too noisy to judge
+// at the cap, or not decided yet with the head runs given ("run another
+// head run").
 func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func(error) int) int {
+	v, err := JudgeStored(in, pol, stdout)
+	if err != nil {
+		return fail(err)
+	}
+	switch v.Decision {
+	case NoRegression:
+		fmt.Fprintf(stdout, "PASS %s: %s, stopped: %s\n", storeUnit, v.Used, v.Why)
+		return ExitPass
+	case Regression:
+		fmt.Fprintf(stdout, "FAIL %s: %s, stopped: %s\n", storeUnit, v.Used, v.Why)
+		return ExitRegression
+	case Undecided:
+		return fail(fmt.Errorf("-baseline-store: %s: %s", storeUnit, v.Why))
+	}
+	return fail(fmt.Errorf("-baseline-store: %s: not decided yet: %s; run another head run (at most %d in all)", storeUnit, v.Why, DefaultSequential().MaxPairs))
+}
+
+// A StoredVerdict is the stored baseline's verdict on one scenario's
+// head runs so far.
+type StoredVerdict struct {
+	// Decision is Continue while the test asks for another head run.
+	Decision Decision
+	// Pairs is the number of head runs judged.
+	Pairs int
+	// Why says why the test stopped, or goes on; Used what it used.
+	Why, Used string
+}
+
+// A NoBaselineError says why a stored baseline cannot serve: none fits
+// the query, a stored run cannot be read or matched, or the fresh base
+// runs show a drift. Base and head paired can still judge.
+type NoBaselineError struct{ Err error }
+
+func (e *NoBaselineError) Error() string { return e.Err.Error() }
+
+func (e *NoBaselineError) Unwrap() error { return e.Err }
+
+// JudgeStored judges head's runs of one scenario against main's stored
+// runs instead of base's, run k against stored run k
+// (docs/verdicts.md). The fresh base runs check the drift first. It
+// writes what it measured to w, a line a run. A *NoBaselineError is a
+// baseline that cannot serve; another error is bad input.
+func JudgeStored(in StoreInput, pol *Policy, w io.Writer) (StoredVerdict, error) {
+	fail := func(err error) (StoredVerdict, error) { return StoredVerdict{}, err }
+	noBaseline := func(err error) (StoredVerdict, error) { return StoredVerdict{}, &NoBaselineError{Err: err} }
 	s := DefaultSequential()
 	switch {
 	case len(in.Heads) == 0:
@@ -130,7 +173,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 	case len(in.Heads) > s.MaxPairs:
 		return fail(fmt.Errorf("-baseline-store: %d head runs, more than the cap of %d", len(in.Heads), s.MaxPairs))
 	case len(in.Fresh) == 0:
-		return fail(errors.New("-baseline-store: no -fresh-base run: the drift of the machine since main's runs were stored cannot be checked; give at least one fresh base run made beside head's (ci/compare-baseline.sh makes them)"))
+		return fail(errors.New("-baseline-store: no -fresh-base run: the drift of the machine since main's runs were stored cannot be checked; give at least one fresh base run made beside head's (servegate compare -mode stored makes them)"))
 	case len(in.Fresh) > len(in.Heads):
 		return fail(fmt.Errorf("-baseline-store: %d fresh base runs for %d head runs: each fresh base run is made beside the head run of its position", len(in.Fresh), len(in.Heads)))
 	}
@@ -182,22 +225,24 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 	q.Need = max(s.MinPairs, len(in.Heads))
 	b, err := FindBaseline(in.Store, q)
 	if err != nil {
-		return fail(err)
+		return noBaseline(err)
 	}
-	fmt.Fprintf(stdout, "baseline: %s of main's commit %s on runner type %s (committed %s, added %s), %d stored run(s), scenario-sha %s\n",
+	fmt.Fprintf(w, "baseline: %s of main's commit %s on runner type %s (committed %s, added %s), %d stored run(s), scenario-sha %s\n",
 		b.Benchmark, b.Commit.ID, q.Runner, b.Commit.Time.Format(time.RFC3339), b.Added.Format(time.RFC3339), len(b.Runs), shortSHA(q.ScenarioSHA))
 	rng := rand.New(rand.NewPCG(1, 27))
 	// estimate judges today's run (file, called what) against a stored
 	// run: a stored run that cannot be read or matched is a baseline
-	// error (ci/compare-baseline.sh falls back from it), today's a bad input.
+	// error (servegate compare -mode stored falls back from it), today's a
+	// bad input.
 	estimate := func(what, file string, stored StoredRun) (PairEstimate, int, error) {
+		noBase := func(err error) (PairEstimate, int, error) { return PairEstimate{}, 0, &NoBaselineError{Err: err} }
 		name := fmt.Sprintf("%s (%s) against stored run %s", what, file, stored.Path)
 		base, err := stored.Read()
 		if err == nil {
 			_, err = readPairedResult(base)
 		}
 		if err != nil {
-			return PairEstimate{}, 0, fmt.Errorf("baseline: stored run %s: %w", stored.Path, err)
+			return noBase(fmt.Errorf("baseline: stored run %s: %w", stored.Path, err))
 		}
 		run, err := readBounded(file)
 		if err == nil {
@@ -211,7 +256,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 			// Both files read, so they are not a pair: a stored run of
 			// the same scenario version but another schedule (another
 			// servegate's arrival process) cannot serve.
-			return PairEstimate{}, 0, fmt.Errorf("baseline: %w (a stored run and a run of today are matched request by request through the scenario's seeded schedule)", err)
+			return noBase(fmt.Errorf("baseline: %w (a stored run and a run of today are matched request by request through the scenario's seeded schedule)", err))
 		}
 		e, err := BootstrapPair(pairs, storeQ, 0, 0, rng)
 		if err != nil {
@@ -226,7 +271,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 			return fail(err)
 		}
 		drift = append(drift, e)
-		fmt.Fprintf(stdout, "fresh base run %d: median TTFT %s (±%.1f%%) against stored run %d, %d request pairs, %d left out (failed)\n",
+		fmt.Fprintf(w, "fresh base run %d: median TTFT %s (±%.1f%%) against stored run %d, %d request pairs, %d left out (failed)\n",
 			j+1, pct(math.Expm1(e.D)), 100*e.SE, j+1, e.Requests, dropped)
 	}
 	d, err := CheckDrift(drift, rule.Tolerance.Amount)
@@ -234,9 +279,9 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 		return fail(fmt.Errorf("-baseline-store: %w", err))
 	}
 	if d.Detected {
-		return fail(fmt.Errorf("-baseline-store: %s: the stored baseline (commit %s) no longer describes this machine; compare base and head paired instead (servegate compare)", d.Why, b.Commit.ID))
+		return noBaseline(fmt.Errorf("-baseline-store: %s: the stored baseline (commit %s) no longer describes this machine; compare base and head paired instead (servegate compare)", d.Why, b.Commit.ID))
 	}
-	fmt.Fprintln(stdout, d.Why)
+	fmt.Fprintln(w, d.Why)
 	var est []PairEstimate
 	var l Look
 	for k, f := range in.Heads {
@@ -245,7 +290,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 			return fail(err)
 		}
 		est = append(est, e)
-		fmt.Fprintf(stdout, "head run %d: median TTFT %s (±%.1f%%) against stored run %d, %d request pairs, %d left out (failed), block %d\n",
+		fmt.Fprintf(w, "head run %d: median TTFT %s (±%.1f%%) against stored run %d, %d request pairs, %d left out (failed), block %d\n",
 			k+1, pct(math.Expm1(e.D)), 100*e.SE, k+1, e.Requests, dropped, e.Block)
 		if l, err = s.Decide(est, rule.Tolerance.Amount, -1); err != nil {
 			return fail(fmt.Errorf("-baseline-store: %w", err))
@@ -255,17 +300,7 @@ func mainStoreSequential(in StoreInput, pol *Policy, stdout io.Writer, fail func
 		}
 	}
 	used := fmt.Sprintf("%d head run(s) against the stored baseline, %d fresh base run(s) for the drift check", l.Pairs, d.Runs)
-	switch l.Decision {
-	case NoRegression:
-		fmt.Fprintf(stdout, "PASS %s: %s, stopped: %s\n", storeUnit, used, l.Why)
-		return ExitPass
-	case Regression:
-		fmt.Fprintf(stdout, "FAIL %s: %s, stopped: %s\n", storeUnit, used, l.Why)
-		return ExitRegression
-	case Undecided:
-		return fail(fmt.Errorf("-baseline-store: %s: %s", storeUnit, l.Why))
-	}
-	return fail(fmt.Errorf("-baseline-store: %s: not decided yet: %s; run another head run (at most %d in all)", storeUnit, l.Why, s.MaxPairs))
+	return StoredVerdict{Decision: l.Decision, Pairs: l.Pairs, Why: l.Why, Used: used}, nil
 }
 
 // readBounded reads a result file of at most store.MaxFileBytes.
