@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # compare.sh [flags] BASE [HEAD]: servegate compare built from this
 # checkout, as go tool would (go run turns exit 1 and 2 into 1). Its
-# flags, -mode interleaved among them: servegate compare -h. It reads
-# none of the environment the bash compare.sh did (COUNT, PKGS, OUT).
-# --baseline-store STORE BASE [HEAD] runs ci/compare-baseline.sh.
+# flags, -mode interleaved and -mode stored among them: servegate
+# compare -h. It reads none of the environment the bash compare.sh did.
 set -euo pipefail
 die() { echo "compare: $*" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 case "${1:-}" in
-  --baseline-store) exec "$here/ci/compare-baseline.sh" "$@" ;;
-  --sequential | --paired | --interleaved) die "$1 is gone: servegate compare's -mode paired (the default) or -mode interleaved (docs/verdicts.md, \"Other modes\")" ;;
+  --sequential | --paired | --interleaved | --baseline-store) die "$1 is gone: servegate compare's -mode paired (the default), interleaved or stored (docs/verdicts.md, \"Other modes\")" ;;
 esac
 bin=$(mktemp -d "${TMPDIR:-/tmp}/servegate-compare.XXXXXX")
 trap 'rm -rf "$bin"' EXIT

@@ -128,7 +128,7 @@ func addMain(t *testing.T, dir, commit, runner string, bench []byte, results []s
 
 // TestStoreBaselineSimulator runs the stored baseline end to end with
 // real parts: main's 8 runs of a scenario on the in-process simulator,
-// filed with servegate history add; then, as ci/compare-baseline.sh
+// filed with servegate history add; then, as servegate compare -mode stored
 // does, 2 fresh base runs beside head's first 2, head
 // runs alone after, and servegate gate -sequential -baseline-store after
 // each head run until it decides. An unchanged head passes or stays
@@ -158,7 +158,7 @@ func TestStoreBaselineSimulator(t *testing.T) {
 	addMain(t, mainStore, "c1", runner, bench.Bytes(), results)
 	t.Logf("load after main's runs: %s", loadAvg())
 
-	// verdict runs head (slowdown) the way ci/compare-baseline.sh
+	// verdict runs head (slowdown) the way servegate compare -mode stored
 	// does and returns the gate's last exit code and output, and the runs
 	// made; on a drift it falls back, as it does, to base and head
 	// paired (both servers at once, one schedule) and gate -sequential.

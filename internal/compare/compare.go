@@ -54,6 +54,14 @@ type Config struct {
 	Mode string
 	// Count is ModeInterleaved's runs per side; 0 is DefaultCount.
 	Count int
+	// Store is ModeStored's results store of main's runs; Runner the
+	// runner type head runs on, "" for $SERVEGATE_RUNNER or "local";
+	// Fresh the fresh base runs, 0 for DefaultFresh.
+	Store, Runner string
+	Fresh         int
+	// NoFallback makes a stored baseline that cannot serve exit 2
+	// rather than compare base and head paired.
+	NoFallback bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Judge decides each scenario; nil is the default verdict.
@@ -92,6 +100,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{Base: Side{Ref: cfg.Base}, Head: Side{Ref: cfg.Head}}
 	err = run(ctx, cfg, dir, out, res, log)
+	if fb := (*errFallback)(nil); errors.As(err, &fb) && cfg.NoFallback {
+		err = inputErrorf("the stored baseline cannot serve: %s (-no-fallback)", fb.why)
+		res.Err = err.Error()
+	} else if errors.As(err, &fb) {
+		// The stored baseline cannot serve: base and head run paired,
+		// and that verdict is the comparison's.
+		fallback := filepath.Join(out, "fallback")
+		fmt.Fprintf(log, "compare: the stored baseline cannot serve: %s; comparing base and head paired instead, in %s\n", fb.why, fallback)
+		f := cfg
+		f.Mode, f.Store, f.Runner, f.Fresh, f.Out = "", "", "", 0, fallback
+		res, err = Run(ctx, f)
+		if res == nil {
+			return nil, err
+		}
+		res.Notes = append([]string{"the stored baseline could not serve (" + fb.why + "): base and head ran paired instead"}, res.Notes...)
+	}
 	if err != nil {
 		// The reports say why there is no verdict, for the job summary
 		// and the pull request comment.
@@ -160,8 +184,15 @@ func run(ctx context.Context, cfg Config, dir, out string, res *Result, log io.W
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		return err
 	}
-	if cfg.Mode == ModeInterleaved {
-		return interleave(ctx, cfg, baseRoot, headRoot, bin, out, res, log)
+	if cfg.Mode == ModeInterleaved || cfg.Mode == ModeStored {
+		sides, err := buildSides(ctx, cfg, baseRoot, headRoot, bin, log)
+		if err != nil {
+			return err
+		}
+		if cfg.Mode == ModeStored {
+			return stored(ctx, cfg, sides, out, res, log)
+		}
+		return interleave(ctx, cfg, sides, out, res, log)
 	}
 	pkgs, err := findPackages(ctx, headRoot, cmpOr(cfg.Packages, []string{"./..."}))
 	if err != nil {
@@ -210,6 +241,9 @@ func (cfg *Config) check() error {
 		return inputErrorf("-mode %s: want one of %s", cfg.Mode, strings.Join(Modes, ", "))
 	}
 	if err := cfg.checkInterleaved(); err != nil {
+		return err
+	}
+	if err := cfg.checkStored(); err != nil {
 		return err
 	}
 	if cfg.Parallel < 0 {

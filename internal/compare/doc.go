@@ -57,6 +57,17 @@
 // for the same power: the runs of one side do not share the machine's
 // noise with the other's.
 //
+// -mode stored judges head's runs against main's runs of BASE's commit
+// in a results store (servegate history add files them) instead of
+// running base as often. -fresh base runs alternate with head's first
+// runs and check the machine's drift since main's runs were stored.
+// Then head runs alone, after each run the sequential test judges
+// median TTFT (only that) of each scenario still open, head run k
+// against stored run k. A stored baseline that cannot serve, missing,
+// stale, of another runner type or scenario version, or drifted, makes
+// compare run base and head paired instead, in -out's fallback/, and
+// that verdict is the comparison's; with -no-fallback it is exit 2.
+//
 // The exit status is the verdict's:
 //
 //	0  no regression
@@ -91,10 +102,21 @@
 //		a url target, base's at one, head's at the other (or at its
 //		scenario file's target.url). They must differ
 //	-mode MODE
-//		how the runs come to be: paired, or interleaved (see above)
-//		(default paired)
+//		how the runs come to be: paired, interleaved or stored (see
+//		above) (default paired)
 //	-count N
 //		-mode interleaved: runs per side, 4 or more (default 10)
+//	-baseline-store DIR
+//		-mode stored: the results store of main's runs
+//	-runner TYPE
+//		-mode stored: the runner type head runs on, whose stored runs
+//		are the baseline (default $SERVEGATE_RUNNER, else local)
+//	-fresh N
+//		-mode stored: fresh base runs for the drift check, 1 to 8
+//		(default 2)
+//	-no-fallback
+//		-mode stored: exit 2 when the stored baseline cannot serve,
+//		rather than compare base and head paired
 //
 // Under -out compare writes:
 //
@@ -106,7 +128,8 @@
 //	runs/pair-N/      each round's result JSON, pair records and test logs
 //	base.txt          -mode interleaved: base's go test output
 //	head.txt          head's likewise
-//	runs/SIDE-N/      -mode interleaved: each run's outputs and test log
+//	runs/SIDE-N/      -mode interleaved or stored: each run's outputs and test log
+//	fallback/         -mode stored: the paired comparison it fell back to
 //
 // Each bad input is one message on standard error and exit status 2.
 // BASE that is not a commit, a directory outside a Go module, no package
@@ -126,6 +149,8 @@
 //	compare: -base-url and -head-url are both http://10.0.0.5:8000, one server: deploy base and head each, and give each side's URL
 //	$ servegate compare -mode interleaved -count 3 main
 //	compare: -count 3: -mode interleaved wants 4 or more runs a side (with fewer no change is ever significant at alpha 0.05)
+//	$ servegate compare -mode stored main
+//	compare: -mode stored: want -baseline-store, the results store of main's runs
 //	$ servegate compare -no-such-flag main
 //	compare: flag provided but not defined: -no-such-flag (servegate compare -h: the flags)
 package compare

@@ -27,7 +27,7 @@ const (
 )
 
 // Modes are the values of -mode.
-var Modes = []string{ModePaired, ModeInterleaved}
+var Modes = []string{ModePaired, ModeInterleaved, ModeStored}
 
 // DefaultCount is -mode interleaved's runs per side.
 const DefaultCount = 10
@@ -73,28 +73,34 @@ type side struct {
 	pkgs       []*testPkg
 }
 
-// interleave is -mode interleaved. Each side's test binaries are built
-// from that side's tree, so each side runs its own harness. Then it
-// runs base's benchmarks, head's, base's, head's, Count times each, so
-// that a drift of the machine hits both sides alike. servegate gate's
-// comparison judges them, and its reports are compare's.
-func interleave(ctx context.Context, cfg Config, baseRoot, headRoot, bin, out string, res *Result, log io.Writer) error {
+// buildSides finds each side's scenario packages and builds their test
+// binaries from that side's tree, so that each side runs its own
+// harness.
+func buildSides(ctx context.Context, cfg Config, baseRoot, headRoot, bin string, log io.Writer) ([]*side, error) {
 	sides := []*side{{name: "base", root: baseRoot}, {name: "head", root: headRoot}}
 	for _, s := range sides {
 		pkgs, err := findPackages(ctx, s.root, cmpOr(cfg.Packages, []string{"./..."}))
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		s.pkgs = pkgs
 		dir := filepath.Join(bin, s.name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(log, "compare: building the tests of %d package(s) from %s\n", len(pkgs), s.name)
 		if err := buildTests(ctx, s.root, dir, pkgs); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
+	return sides, nil
+}
+
+// interleave is -mode interleaved: base's benchmarks, head's, base's,
+// head's, Count times each, so that a drift of the machine hits both
+// sides alike. servegate gate's comparison judges them, and its reports
+// are compare's.
+func interleave(ctx context.Context, cfg Config, sides []*side, out string, res *Result, log io.Writer) error {
 	count := cmp.Or(cfg.Count, DefaultCount)
 	for i := 1; i <= count; i++ {
 		for _, s := range sides {

@@ -49,6 +49,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.HeadURL, "head-url", "", "")
 	fs.StringVar(&cfg.Mode, "mode", "", "")
 	fs.IntVar(&cfg.Count, "count", 0, "")
+	fs.StringVar(&cfg.Store, "baseline-store", "", "")
+	fs.StringVar(&cfg.Runner, "runner", "", "")
+	fs.IntVar(&cfg.Fresh, "fresh", 0, "")
+	fs.BoolVar(&cfg.NoFallback, "no-fallback", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, Usage())

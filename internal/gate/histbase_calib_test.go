@@ -14,7 +14,7 @@ import (
 const envStoreCalibrationTrials = "SERVEGATE_STORE_CALIBRATION_TRIALS"
 
 // storeFresh is the number of fresh base runs of the calibration, as
-// ci/compare.sh --baseline-store makes by default (FRESH).
+// servegate compare -mode stored makes by default (-fresh).
 const storeFresh = 2
 
 // storeShare is the drift limit's share of the tolerance the calibration
@@ -35,7 +35,7 @@ type storeOutcome struct {
 // storeCalibrate runs trials of the stored baseline on noise model m:
 // 8 stored runs of main, storeFresh fresh base runs and head runs of
 // today, the machine drifted by drift since the stored runs and head
-// slower by change. Each trial goes as ci/compare.sh --baseline-store
+// slower by change. Each trial goes as servegate compare -mode stored
 // does: fresh base run j beside head run j, the drift check after each,
 // then head runs alone until the sequential test decides or the cap.
 func storeCalibrate(tb testing.TB, m noiseModel, drift, change, share float64, trials int, seed uint64) storeOutcome {

@@ -1,6 +1,6 @@
 // Command gate is "servegate gate" on its own: go run ./ci/cmd/gate
 // [flags] BASE HEAD. Unlike cmd/servegate it builds without the tokenizer
-// library, which is why ci/compare-baseline.sh uses it. See package
+// library. See package
 // github.com/servegate/servegate/internal/gate for the flags and exit codes.
 package main
 
