@@ -169,6 +169,20 @@ func TestTargetDiff(t *testing.T) {
 		"target.args: none (base: --enable-prefix-caching)",
 		"target.image: vllm/vllm-openai:v0.14.0 (base: vllm/vllm-openai:v0.13.0)",
 	}, TargetDiff(vb, vh, "", ""))
+	// A boolean flag turned off by its --no- spelling is one change.
+	on := scenario.Target{Kind: "vllm", Args: []string{"--enable-prefix-caching", "--max-num-seqs", "8"}}
+	off := scenario.Target{Kind: "vllm", Args: []string{"--no-enable-prefix-caching", "--max-num-seqs", "4"}}
+	assert.Equal(t, []TargetChange{
+		{Key: "target.args", Base: "--enable-prefix-caching", Head: "--no-enable-prefix-caching"},
+		{Key: "target.args", Flag: "--max-num-seqs", Base: "8", Head: "4"},
+	}, TargetChanges(on, off, "", ""))
+	assert.Equal(t, []string{
+		"target.args: --enable-prefix-caching (base: --no-enable-prefix-caching)",
+		"target.args: --max-num-seqs 8 (base: --max-num-seqs 4)",
+	}, TargetDiff(off, on, "", ""))
+	// A --no- flag with no partner on the other side stays as it is.
+	assert.Equal(t, []string{"target.args: --no-enable-prefix-caching (base: none)"},
+		TargetDiff(scenario.Target{}, scenario.Target{Args: []string{"--no-enable-prefix-caching"}}, "", ""))
 	// Args that do not read as flags differ as one list.
 	assert.Equal(t, []string{"target.args: [serve, m2] (base: [serve, m1])"},
 		TargetDiff(scenario.Target{Args: []string{"serve", "m1"}}, scenario.Target{Args: []string{"serve", "m2"}}, "", ""))

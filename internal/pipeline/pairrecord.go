@@ -226,7 +226,46 @@ func flagChanges(key string, base, head []string) ([]TargetChange, bool) {
 			out = append(out, TargetChange{Key: key, Flag: f.name, Base: bv, Head: hv})
 		}
 	}
-	return out, true
+	return mergeNegations(out), true
+}
+
+// mergeNegations joins a boolean flag's two spellings, --x on one side
+// and --no-x on the other, into one change. vllm serve reads such pairs
+// as one flag (argparse's BooleanOptionalAction). One line then says
+// "--no-x (base: --x)" where two said "--no-x (base: none)" and "none
+// (base: --x)".
+func mergeNegations(cs []TargetChange) []TargetChange {
+	var out []TargetChange
+	used := make([]bool, len(cs))
+	for i, c := range cs {
+		if used[i] {
+			continue
+		}
+		partner := ""
+		if rest, ok := strings.CutPrefix(c.Flag, "--no-"); ok {
+			partner = "--" + rest
+		} else if rest, ok := strings.CutPrefix(c.Flag, "--"); ok {
+			partner = "--no-" + rest
+		}
+		for j := i + 1; j < len(cs) && partner != ""; j++ {
+			p := cs[j]
+			if used[j] || p.Key != c.Key || p.Flag != partner {
+				continue
+			}
+			switch {
+			case c.Base == FlagAbsent && c.Head == "" && p.Base == "" && p.Head == FlagAbsent:
+				c = TargetChange{Key: c.Key, Base: p.Flag, Head: c.Flag}
+			case c.Base == "" && c.Head == FlagAbsent && p.Base == FlagAbsent && p.Head == "":
+				c = TargetChange{Key: c.Key, Base: c.Flag, Head: p.Flag}
+			default:
+				continue
+			}
+			used[j] = true
+			break
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 type flagValue struct{ name, value string }
