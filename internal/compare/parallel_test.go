@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // envMeasure runs BenchmarkParallel: it needs Docker and minutes.
@@ -74,7 +78,8 @@ func summary(path string) (map[string]float64, error) {
 // -parallel 1, 2, 3 and 4. It reports the wall time per round, the
 // largest share of a harness limit any run used (headroom-max), and the
 // A/A spread of each watched figure: the root mean square of the pairs'
-// log ratios head/base, which parallel runs must not raise.
+// log ratios head/base, which parallel runs must not raise. PARALLEL,
+// a comma-separated list, replaces the -parallel values.
 //
 //	SERVEGATE_COMPARE_MEASURE=1 go test -run '^$' -bench Parallel -benchtime 1x -timeout 60m ./internal/compare
 func BenchmarkParallel(b *testing.B) {
@@ -85,7 +90,18 @@ func BenchmarkParallel(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PAIRS")); err == nil && v > 0 {
 		pairs = v
 	}
-	for _, p := range []int{1, 2, 3, 4} {
+	levels := []int{1, 2, 3, 4}
+	if v := os.Getenv("PARALLEL"); v != "" {
+		levels = nil
+		for f := range strings.SplitSeq(v, ",") {
+			p, err := strconv.Atoi(f)
+			if err != nil || p < 1 {
+				b.Fatalf("PARALLEL=%s: want a comma-separated list of numbers >= 1", v)
+			}
+			levels = append(levels, p)
+		}
+	}
+	for _, p := range levels {
 		b.Run(fmt.Sprintf("parallel=%d", p), func(b *testing.B) {
 			for range b.N {
 				j := &countingJudge{pairs: pairs, logs: map[string][]float64{}}
@@ -138,4 +154,26 @@ func rms(xs []float64) float64 {
 		s += x * x
 	}
 	return math.Sqrt(s / float64(len(xs)))
+}
+
+// TestAdapt: an automatic -parallel halves after a run short of CPU
+// and never grows; a -parallel given stays.
+func TestAdapt(t *testing.T) {
+	s := &binaries{parallel: DefaultParallel, auto: true, log: io.Discard}
+	for i, step := range []struct {
+		worst float64
+		procs int
+		want  int
+	}{
+		{0.05, 2, 2}, // CPU to spare: as it was
+		{0.6, 2, 1},  // short of CPU
+		{0.05, 1, 1}, // no growth
+		{0.9, 1, 1},  // one process is the floor
+	} {
+		s.adapt(step.worst, step.procs)
+		require.Equal(t, step.want, s.parallel, "step %d: worst %.2f over %d processes", i+1, step.worst, step.procs)
+	}
+	fixed := &binaries{parallel: 2, log: io.Discard}
+	fixed.adapt(0.9, 2)
+	require.Equal(t, 2, fixed.parallel)
 }

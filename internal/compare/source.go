@@ -122,11 +122,21 @@ func (s *binaries) Round(ctx context.Context, n int, open []Key) ([]*Record, err
 		s.seconds[r.Key] = r.Seconds
 		worst = max(worst, r.Base.Headroom, r.Head.Headroom)
 	}
-	if s.auto && len(jobs) > 1 && worst > headroomLimit {
-		s.parallel = max(1, len(jobs)/2)
+	s.adapt(worst, len(jobs))
+	return recs, nil
+}
+
+// adapt halves an auto -parallel after a round of procs processes
+// whose runs used more than headroomLimit of a harness limit. It does
+// not grow it again: running more scenarios side by side than
+// DefaultParallel raised the A/A spread of every gated figure on a
+// 2-core machine while the load generator's health still showed CPU to
+// spare (docs/logs/2026-12-06-suite.md). Callers hold s.mu.
+func (s *binaries) adapt(worst float64, procs int) {
+	if s.auto && procs > 1 && worst > headroomLimit {
+		s.parallel = max(1, procs/2)
 		fmt.Fprintf(s.log, "compare: a run used %.0f%% of a harness limit: at most %d process(es) from now on\n", 100*worst, s.parallel)
 	}
-	return recs, nil
 }
 
 // A job is one process: a package's binary and the scenarios it runs
