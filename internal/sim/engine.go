@@ -419,8 +419,8 @@ const maxStepMS = 3_600_000
 
 // stepDuration is the modelled time of a step: fixed + per prefill token
 // (and per draft token verified) + per sequence + per context token + per
-// block loaded from the offload tier, times the slowdown, times the
-// jitter.
+// block loaded from the offload tier, times the slowdown (and the
+// decode slowdown when it computes no prompt token), times the jitter.
 func (e *engine) stepDuration(st Step) time.Duration {
 	ms := e.p.StepFixedMS +
 		float64(st.PrefillTokens)*e.p.PrefillTokenUS/1e3 +
@@ -429,6 +429,9 @@ func (e *engine) stepDuration(st Step) time.Duration {
 		float64(st.DraftTokens)*e.p.PrefillTokenUS/1e3 +
 		float64(st.LoadedBlocks)*e.p.KVOffloadLoadUS/1e3
 	ms *= e.p.Slowdown
+	if st.PrefillTokens == 0 {
+		ms *= e.p.DecodeSlowdown
+	}
 	if e.p.Jitter > 0 {
 		z := max(-3, min(3, e.rng.NormFloat64()))
 		ms *= max(0, 1+e.p.Jitter*z)

@@ -287,3 +287,17 @@ func TestMetricsUnderLoad(t *testing.T) {
 		require.True(t, strings.Contains(idle, want), "/metrics lacks %q", want)
 	}
 }
+
+// TestDecodeSlowdown: decode_slowdown stretches a step that computes no
+// prompt token, on top of slowdown, and leaves a step with prefill as
+// it was; 0 is refused.
+func TestDecodeSlowdown(t *testing.T) {
+	p := DefaultParams()
+	p.StepFixedMS, p.PrefillTokenUS, p.SeqUS, p.ContextTokenNS, p.Jitter = 10, 100, 0, 0, 0
+	p.Slowdown, p.DecodeSlowdown = 1.1, 1.5
+	e := &engine{p: p}
+	require.Equal(t, time.Duration(10*1.1*1.5*1e6), e.stepDuration(Step{Seqs: 2, DecodeSeqs: 2}), "a pure decode step")
+	require.Equal(t, time.Duration((10+10*0.1)*1.1*1e6), e.stepDuration(Step{Seqs: 2, DecodeSeqs: 1, PrefillTokens: 10}), "a step with prefill")
+	p.DecodeSlowdown = 0
+	require.ErrorContains(t, p.Validate(), "decode_slowdown: must be > 0, got 0")
+}

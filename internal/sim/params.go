@@ -66,6 +66,12 @@ type Params struct {
 	// Slowdown multiplies every step's duration: 1.10 makes the server 10%
 	// slower. The regression knob.
 	Slowdown float64 `yaml:"slowdown" help:"multiplies every step's duration (1.10 = 10% slower)" max:"1000"`
+	// DecodeSlowdown multiplies, on top of Slowdown, the duration of a
+	// step that computes no prompt token: a pure decode step. 1.08 makes
+	// decoding 8% slower where no prefill shares its step. A step that
+	// mixes prefill and decode keeps its cost, so that a first token is
+	// not slowed by it; a request that waits behind decode steps still is.
+	DecodeSlowdown float64 `yaml:"decode_slowdown" help:"multiplies the duration of a step with no prompt tokens (1.08 = decode 8% slower)" max:"1000"`
 	// Seed seeds jitter, output lengths, output text and fault draws.
 	Seed int64 `yaml:"seed" help:"seed of jitter, lengths, text and faults"`
 
@@ -159,6 +165,7 @@ func DefaultParams() Params {
 		ContextTokenNS:      0,
 		Jitter:              0,
 		Slowdown:            1,
+		DecodeSlowdown:      1,
 		Seed:                0,
 		EOSMinRatio:         1,
 		DefaultMaxTokens:    256,
@@ -246,6 +253,9 @@ func (p Params) Validate() error {
 	nonneg("fault_stall_ms", p.FaultStallMS)
 	if !(p.Slowdown > 0) {
 		errs = append(errs, fmt.Errorf("slowdown: must be > 0, got %v", p.Slowdown))
+	}
+	if !(p.DecodeSlowdown > 0) {
+		errs = append(errs, fmt.Errorf("decode_slowdown: must be > 0, got %v", p.DecodeSlowdown))
 	}
 	rate("eos_min_ratio", p.EOSMinRatio)
 	rate("tool_call_rate", p.ToolCallRate)
