@@ -16,6 +16,7 @@ import (
 
 	"github.com/servegate/servegate/internal/dataset"
 	"github.com/servegate/servegate/internal/engine"
+	"github.com/servegate/servegate/internal/metrics"
 
 	"github.com/servegate/servegate/internal/gate"
 )
@@ -30,15 +31,17 @@ type seqCondition struct {
 	// Want is the decision the condition should get: NoRegression for
 	// the A/A, Regression for a change.
 	Want gate.Decision
+	// TPOT multiplies head's per-request TPOT (0: unchanged).
+	TPOT float64
 }
 
 // seqConditions are the sequential cell's rows: the A/A, +5% and
 // +10% TTFT and -5% goodput.
 var seqConditions = []seqCondition{
-	{"A/A", 1, 1, gate.NoRegression},
-	{"+5% TTFT", 1.05, 1, gate.Regression},
-	{"+10% TTFT", 1.10, 1, gate.Regression},
-	{"-5% goodput", 1, 0.95, gate.Regression},
+	{"A/A", 1, 1, gate.NoRegression, 0},
+	{"+5% TTFT", 1.05, 1, gate.Regression, 0},
+	{"+10% TTFT", 1.10, 1, gate.Regression, 0},
+	{"-5% goodput", 1, 0.95, gate.Regression, 0},
 }
 
 // inject returns run with c's change applied to head.
@@ -48,6 +51,9 @@ func (c seqCondition) inject(run gate.PairRun) gate.PairRun {
 	for i, r := range run.Requests {
 		r.HeadTTFT *= c.TTFT
 		r.HeadGood *= c.Goodput
+		if c.TPOT > 0 {
+			r.HeadTPOT *= c.TPOT
+		}
 		out.Requests[i] = r
 	}
 	return out
@@ -175,6 +181,13 @@ const (
 // schedule (the way compare.sh pairs them), requests at rate req/s,
 // warmups warm-up requests per run, each pair a new schedule seed.
 func simPairSource(ctx context.Context, tb testing.TB, sr *simRunner, requests int, rate float64, warmups int) func() (seqPair, error) {
+	return headPairSource(ctx, tb, sr, simServer{slowdown: 1, instance: 1}, requests, rate, warmups)
+}
+
+// headPairSource is simPairSource with head's server head: an A/A
+// pair when head is a second instance of base's build, a change when
+// its knobs differ.
+func headPairSource(ctx context.Context, tb testing.TB, sr *simRunner, head simServer, requests int, rate float64, warmups int) func() (seqPair, error) {
 	tb.Helper()
 	samples := make([]dataset.Sample, requests)
 	for i := range samples {
@@ -203,7 +216,7 @@ func simPairSource(ctx context.Context, tb testing.TB, sr *simRunner, requests i
 		var b, h side
 		var wg sync.WaitGroup
 		wg.Add(2)
-		first, second := func() { b = run(simServer{slowdown: 1}, seed) }, func() { h = run(simServer{slowdown: 1, instance: 1}, seed) }
+		first, second := func() { b = run(simServer{slowdown: 1}, seed) }, func() { h = run(head, seed) }
 		if seed%2 == 0 {
 			first, second = second, first
 		}
@@ -214,7 +227,7 @@ func simPairSource(ctx context.Context, tb testing.TB, sr *simRunner, requests i
 		if b.err != nil || h.err != nil {
 			return seqPair{}, fmt.Errorf("pair: base %v, head %v", b.err, h.err)
 		}
-		pr := gate.PairRun{Goodput: true, BaseDuration: b.res.Duration.Seconds(), HeadDuration: h.res.Duration.Seconds()}
+		pr := gate.PairRun{Goodput: true, TPOT: true, BaseDuration: b.res.Duration.Seconds(), HeadDuration: h.res.Duration.Seconds()}
 		for i := range b.res.Records {
 			rb, rh := &b.res.Records[i], &h.res.Records[i]
 			if math.Abs(rb.Scheduled.Seconds()-rh.Scheduled.Seconds()) > scheduleTolerance {
@@ -224,6 +237,7 @@ func simPairSource(ctx context.Context, tb testing.TB, sr *simRunner, requests i
 				Start: rb.Scheduled.Seconds(), BaseTTFT: rb.TTFT.Seconds(), HeadTTFT: rh.TTFT.Seconds(),
 				BaseFailed: !rb.Success, HeadFailed: !rh.Success,
 				BaseGood: weight(rb.Success && rb.TTFT.Seconds()*1000 <= seqSimSLO), HeadGood: weight(rh.Success && rh.TTFT.Seconds()*1000 <= seqSimSLO),
+				BaseTPOT: tpot(rb), HeadTPOT: tpot(rh),
 			})
 		}
 		return seqPair{Run: pr, Wall: wall}, nil
@@ -265,6 +279,16 @@ func sequentialCell(ctx context.Context, t *testing.T, sr *simRunner, n int, cel
 // offsets may differ between the two sides of a pair, as the gate's
 // reader of result files allows: one plan gives both.
 const scheduleTolerance = 1e-3
+
+// tpot is a request's time per output token after the first, in
+// seconds, as vLLM's benchmark computes it: (latency - TTFT) / (output
+// tokens - 1); 0 when it has fewer than two output tokens.
+func tpot(r *metrics.Record) float64 {
+	if !r.Success || r.OutputTokens < 2 {
+		return 0
+	}
+	return (r.Latency - r.TTFT).Seconds() / float64(r.OutputTokens-1)
+}
 
 // weight is 1 for true and 0 for false: a request's weight in goodput.
 func weight(b bool) float64 {

@@ -76,6 +76,12 @@ func SimulatorRun(tb testing.TB) RunFunc {
 type simServer struct {
 	slowdown float64
 	instance int
+	// decode is the profile's decode_slowdown (0: the default, 1).
+	decode float64
+	// stallRate is the share of requests whose first token is held back
+	// stallMS milliseconds (the fault_stall knobs, stalled before the
+	// first chunk): a change of the tail alone.
+	stallRate, stallMS float64
 }
 
 // A simRunner runs the accuracy scenario against in-process simulator
@@ -115,6 +121,10 @@ func (r *simRunner) server(k simServer) (*httptest.Server, error) {
 		return s, nil
 	}
 	p := SimParams(r.tb)
+	if k.decode > 0 {
+		p.DecodeSlowdown = k.decode
+	}
+	p.FaultStallRate, p.FaultStallMS, p.FaultStallAfter = k.stallRate, k.stallMS, 0
 	sim, err := sim.New(sim.Config{Params: &p, Slowdown: k.slowdown})
 	if err != nil {
 		return nil, err
