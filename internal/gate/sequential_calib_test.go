@@ -177,7 +177,7 @@ func calibrate(tb testing.TB, s Sequential, m noiseModel, effect float64, trials
 }
 
 // TestSequentialCalibration checks the fast paired verdict (block
-// bootstrap of the paired p99 inside each run, SPRT across runs) on
+// bootstrap inside each run, the closed sequential design across runs) on
 // synthetic paired runs with time-correlated, shared noise: a clean A/A
 // must fail at most 1% of the time and +5% (the default TTFT tolerance)
 // must be caught at least 95% of the time. It also runs a control that
@@ -190,6 +190,7 @@ func calibrate(tb testing.TB, s Sequential, m noiseModel, effect float64, trials
 // set so that a test at the goal passes with a wide margin and one at
 // 3x the goal's false-fail rate does not (300 trials at a true 1% give
 // more than 8 false fails with probability 0.004; at 3% the mean is 9).
+// The trials are seeded, so the outcome changes only when the code does.
 // SERVEGATE_CALIBRATION_TRIALS=1000 prints the table reported in
 // docs/logs/2026-12-02-verdicts.md.
 func TestSequentialCalibration(t *testing.T) {

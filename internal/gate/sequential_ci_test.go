@@ -178,7 +178,8 @@ const envSeqCITrials = "SERVEGATE_SEQUENTIAL_CI_TRIALS"
 // default. It fails when the statistics break: an A/A false-fail above
 // 1% (plus a margin for the trials' own noise) on a time-correlated
 // model, or a +10% TTFT or -5% goodput change caught less often than the
-// design promises on low noise. A broken SPRT bound or a bootstrap that
+// design promises on low noise. Its trials are seeded, so the outcome
+// changes only when the code does. A broken bound or a bootstrap that
 // ignores the correlation in time fails it: both were tried, and
 // docs/logs/2026-12-02-verdicts.md shows the messages.
 // SERVEGATE_SEQUENTIAL_CI_TRIALS sets the trials per row (default 200).
