@@ -136,14 +136,21 @@ func addMain(t *testing.T, dir, commit, runner string, bench []byte, results []s
 // simulator's slowdown knob) fails, or is undecided with its reason when
 // the machine is too noisy (never passes). Each baseline it cannot use
 // is exit 2 with its reason. Skipped under -short: about 30 runs of 2.5 s.
-// SERVEGATE_STORE_SIM_TRIALS=N runs N trials of each verdict and prints
-// the tally (docs/logs/2026-12-02-verdicts.md).
+// The two verdicts run only with SERVEGATE_STORE_SIM_TRIALS=N, N trials
+// of each, and print the tally (docs/logs/2026-12-02-verdicts.md); the
+// bad baselines run always.
 func TestStoreBaselineSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 simulator runs of 2.5 s")
 	}
 	const runner = "inproc-test"
-	trials := 1
+	// The verdicts compare runs made minutes apart in real time, so the
+	// machine's load between them decides as much as the slowdown does.
+	// In CI's go test ./..., other packages' tests ran beside main's runs
+	// and a 10% slower head measured 2.9% faster and passed. They run
+	// only when asked; TestStored in internal/compare checks the same
+	// verdicts on samples with no measured noise, on every run.
+	trials := 0
 	if n, err := strconv.Atoi(os.Getenv("SERVEGATE_STORE_SIM_TRIALS")); err == nil && n > 0 {
 		trials = n
 	}
@@ -210,6 +217,9 @@ func TestStoreBaselineSimulator(t *testing.T) {
 		{"head 10% slower", 1.10, func(code int) bool { return code == gate.ExitRegression || code == gate.ExitBadInput }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if trials == 0 {
+				t.Skip("depends on the machine's load over minutes: SERVEGATE_STORE_SIM_TRIALS=N runs N trials")
+			}
 			var walls []time.Duration
 			var runs []int
 			counts := map[string]int{}
