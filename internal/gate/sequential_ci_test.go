@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servegate/servegate/internal/stats"
 	"github.com/stretchr/testify/require"
 )
 
@@ -235,7 +236,7 @@ func TestAccuracySequentialCI(t *testing.T) {
 	}{{"p99 TTFT", dT, seT, 0.54, 1.5}, {"goodput", dG, seG, 0.5, 1.5}}
 	ratios := make([]float64, len(checks))
 	for i, c := range checks {
-		ratios[i] = meanOf(c.se) / stddev(c.d)
+		ratios[i] = stats.Mean(c.se) / stddev(c.d)
 		t.Logf("burst, %s: mean bootstrap SE / sd of the estimate over %d pairs = %.2f", c.name, n, ratios[i])
 	}
 	for i, c := range checks {
@@ -253,21 +254,9 @@ func TestAccuracySequentialCI(t *testing.T) {
 	require.GreaterOrEqual(t, float64(low[3].Units["goodput-req/s"])/float64(n), 0.95, "-5%% goodput is caught on goodput, not on another figure")
 }
 
-// stddev is the sample standard deviation of x.
+// stddev is the sample standard deviation of x: numpy's std with
+// ddof=1.
 func stddev(x []float64) float64 {
-	m := meanOf(x)
-	var ss float64
-	for _, v := range x {
-		ss += (v - m) * (v - m)
-	}
-	return math.Sqrt(ss / float64(len(x)-1))
-}
-
-// meanOf is the mean of x.
-func meanOf(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
+	n := float64(len(x))
+	return stats.Std(x) * math.Sqrt(n/(n-1))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/servegate/servegate/internal/dataset"
 	"github.com/servegate/servegate/internal/engine"
 	"github.com/servegate/servegate/internal/metrics"
+	"github.com/servegate/servegate/internal/stats"
 
 	"github.com/servegate/servegate/internal/gate"
 )
@@ -298,21 +299,9 @@ func weight(b bool) float64 {
 	return 0
 }
 
-// stddev is the sample standard deviation of x.
+// stddev is the sample standard deviation of x: numpy's std with
+// ddof=1.
 func stddev(x []float64) float64 {
-	m := meanOf(x)
-	var ss float64
-	for _, v := range x {
-		ss += (v - m) * (v - m)
-	}
-	return math.Sqrt(ss / float64(len(x)-1))
-}
-
-// meanOf is the mean of x.
-func meanOf(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
+	n := float64(len(x))
+	return stats.Std(x) * math.Sqrt(n/(n-1))
 }

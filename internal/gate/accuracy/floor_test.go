@@ -300,7 +300,7 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 		machine, pairs, time.Since(start).Round(time.Second), load0, LoadAverage(), alpha, beta, asn1, asn0)
 	for i, s := range floorSizes {
 		var rows []string
-		t := meanOf(walls[i])
+		t := stats.Mean(walls[i])
 		metrics := map[string]float64{"ns/op": t * 1e9, "t-s": t, "pairs": float64(pairs)}
 		for _, f := range figs[i] {
 			name := "p99"
@@ -315,14 +315,14 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 			tmin := fixedSampleWall(sigma, t, f.delta(), alpha, beta)
 			tlo, thi := fixedSampleWall(lo, t, f.delta(), alpha, beta), fixedSampleWall(hi, t, f.delta(), alpha, beta)
 			for unit, v := range map[string]float64{
-				"sigma-%s-%%": 100 * sigma, "bootSE-%s-%%": 100 * meanOf(f.SE), "meanD-%s-%%": 100 * meanOf(f.D),
+				"sigma-%s-%%": 100 * sigma, "bootSE-%s-%%": 100 * stats.Mean(f.SE), "meanD-%s-%%": 100 * stats.Mean(f.D),
 				"s-%s-%%sqrt-s": 100 * sigma * math.Sqrt(t), "Tmin-%s-s": tmin, "Tmin90lo-%s-s": tlo, "Tmin90hi-%s-s": thi,
 				"Tasn-%s-s": asn1 * tmin, "Tasn0-%s-s": asn0 * tmin, "sigmaMAD-%s-%%": 100 * madSigma(f.D),
 			} {
 				metrics[fmt.Sprintf(unit, name)] = v
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.2f%% (%.2f–%.2f) | %.2f%% | %+.2f%% | %.2f s | %.2f%%·√s | %.0f s (%.0f–%.0f) | %.0f s |",
-				s, machine, name, 100*sigma, 100*lo, 100*hi, 100*meanOf(f.SE), 100*meanOf(f.D), t, 100*sigma*math.Sqrt(t), tmin, tlo, thi, asn1*tmin))
+				s, machine, name, 100*sigma, 100*lo, 100*hi, 100*stats.Mean(f.SE), 100*stats.Mean(f.D), t, 100*sigma*math.Sqrt(t), tmin, tlo, thi, asn1*tmin))
 			sorted := slices.Clone(f.D)
 			slices.Sort(sorted)
 			var ds []string

@@ -242,7 +242,7 @@ func TestSequentialLevers(t *testing.T) {
 		a := &accs[ci]
 		slices.Sort(a.walls)
 		for i, rd := range readings {
-			t.Logf("| %s | %s | %.2f%% | %.2f%% | %.0f / %.0f / %.0f | %v |", c.name, rd.name, 100*stddev(a.ds[i]), 100*meanOf(a.ses[i]),
+			t.Logf("| %s | %s | %.2f%% | %.2f%% | %.0f / %.0f / %.0f | %v |", c.name, rd.name, 100*stddev(a.ds[i]), 100*stats.Mean(a.ses[i]),
 				1000*stats.Quantile(a.base, 0.5), 1000*stats.Quantile(a.base, 0.9), 1000*stats.Quantile(a.base, 0.99), a.walls[len(a.walls)/2].Round(100*time.Millisecond))
 		}
 	}
