@@ -368,6 +368,11 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 	if len(open) == 0 {
 		return nothingToCompare(checked, cfg.Run)
 	}
+	if sj, ok := judge.(suiteJudge); ok {
+		if note := sj.judging(len(open)); note != "" {
+			res.Notes = append(res.Notes, note)
+		}
+	}
 	history := map[Key][]*Record{}
 	for n := 1; len(open) > 0; n++ {
 		recs, err := src.Round(ctx, n, open)

@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/servegate/servegate/internal/gate"
 	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // fakeSource hands out records: check gives every scenario's, and a
@@ -260,4 +262,48 @@ func TestBadInput(t *testing.T) {
 			assert.Contains(t, string(md), c.want)
 		})
 	}
+}
+
+// toldJudge is a fakeJudge told how many scenarios are judged.
+type toldJudge struct {
+	fakeJudge
+	told []int
+}
+
+func (c *toldJudge) judging(n int) string {
+	c.told = append(c.told, n)
+	return "judging " + string(rune('0'+n))
+}
+
+// TestSuiteAlpha: the comparison's alpha is split between the scenarios
+// it judges, so that a no-change pull request fails at most 1% of the
+// time however many scenarios the suite has. With the default policy's
+// four sequential figures and six looks (3 to 8), one scenario fails a
+// figure at a look past z = 3.34 (alpha 0.01/4/6); ten scenarios past
+// z = 3.93 (0.001/4/6).
+func TestSuiteAlpha(t *testing.T) {
+	src := &fakeSource{check: checked("a", "b", "new")}
+	src.check[2].Problem = &pipeline.PairProblem{Kind: pipeline.ProblemNew, Message: "scenario new is new in head"}
+	judge := &toldJudge{fakeJudge: fakeJudge{"a": {3, Pass}, "b": {3, Pass}}}
+	res := &Result{}
+	require.NoError(t, compare(context.Background(), Config{}, src, judge, res, t.TempDir(), &bytes.Buffer{}))
+	assert.Equal(t, []int{2}, judge.told, "told once, of the scenarios judged: not the new one")
+	assert.Contains(t, res.Notes, "judging 2")
+
+	f, err := newFastJudge("")
+	require.NoError(t, err)
+	assert.Empty(t, f.judging(1), "one scenario has the design's alpha: nothing to note")
+	assert.Equal(t, 0.01, f.design().Alpha)
+	assert.Equal(t, "a no-change pull request fails at most 0.01 of the time: the 10 scenarios judged share it, 0.001 each", f.judging(10))
+	assert.InDelta(t, 0.001, f.design().Alpha, 1e-12)
+
+	failZ := func(alpha float64) float64 {
+		d := gate.DefaultSequential()
+		s := stats.Sequential{Alpha: alpha / 4, Beta: d.Beta, MinLooks: d.MinPairs, MaxLooks: d.MaxPairs}
+		l, err := s.Look(d.MinPairs, 0, 0.01, 0.05)
+		require.NoError(t, err)
+		return l.FailZ
+	}
+	assert.InDelta(t, 3.34, failZ(gate.DefaultSequential().Alpha), 0.01)
+	assert.InDelta(t, 3.93, failZ(f.design().Alpha), 0.01)
 }

@@ -46,12 +46,43 @@ type Judge interface {
 	Judge(name string, pairs []*Record) (Verdict, error)
 }
 
+// A suiteJudge is told, before the first round, how many scenarios the
+// comparison judges. It returns a note for the reports, "" for none.
+type suiteJudge interface {
+	judging(scenarios int) string
+}
+
 // fastJudge is internal/gate's fast paired verdict: the policy's TTFT
 // and TPOT quantiles and goodput by a closed sequential test whose last
 // look always decides, fail-ratio by a sign test. gate.Undecided, a run
 // too noisy to judge at the cap, is CannotJudge (exit 2).
 type fastJudge struct {
 	policy *gate.Policy
+	// scenarios is the number of scenarios the comparison judges. A
+	// pull request fails when any one of them fails, so the design's
+	// alpha is the comparison's and is split evenly between them
+	// (Bonferroni): an A/A of 10 scenarios fails at most 1% of the
+	// time, not up to 10%.
+	scenarios int
+}
+
+// judging splits the design's alpha between the scenarios judged.
+func (f *fastJudge) judging(scenarios int) string {
+	f.scenarios = scenarios
+	if scenarios <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("a no-change pull request fails at most %g of the time: the %d scenarios judged share it, %.2g each",
+		gate.DefaultSequential().Alpha, scenarios, f.design().Alpha)
+}
+
+// design is the sequential design of one scenario's verdict.
+func (f *fastJudge) design() gate.Sequential {
+	d := gate.DefaultSequential()
+	if f.scenarios > 1 {
+		d.Alpha /= float64(f.scenarios)
+	}
+	return d
 }
 
 // newFastJudge loads the policy file ("" for the default policy).
@@ -69,7 +100,7 @@ func newFastJudge(policy string) (*fastJudge, error) {
 func (f *fastJudge) Judge(name string, pairs []*Record) (Verdict, error) {
 	// The bootstrap's generator is seeded constantly: the same pairs
 	// give the same verdict.
-	j, err := gate.NewFastJudge(gate.DefaultSequential(), f.policy, 0, 0, rand.New(rand.NewPCG(1, 27)))
+	j, err := gate.NewFastJudge(f.design(), f.policy, 0, 0, rand.New(rand.NewPCG(1, 27)))
 	if err != nil {
 		return Verdict{}, err
 	}
