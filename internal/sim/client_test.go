@@ -160,6 +160,13 @@ func TestEngineWaitsForSlowStart(t *testing.T) {
 // One request at a time: with several in flight, whether their prefills
 // share a step depends on arrival phase, and the median jumps between
 // modes (a real effect a gate must live with, but not this test's subject).
+//
+// Why ±0.05 cannot fail by noise: the prefill is ~270 ms (180 tokens at
+// 1.5 ms), so the ratio leaves [1.05, 1.15] only when the two medians'
+// overheads differ by more than ~14 ms. The overhead (HTTP, tokenizing,
+// waking the engine) is a few ms, and moving a median of 14 requests by
+// 14 ms takes more than 7 of them delayed that much on one side only.
+// A broken slowdown (1.00, or 1.21 applied twice) is still far outside.
 func TestGateSeesSlowdown(t *testing.T) {
 	p, err := LoadProfile("cpu-small")
 	require.NoError(t, err)
@@ -187,5 +194,5 @@ func TestGateSeesSlowdown(t *testing.T) {
 	require.True(t, ok)
 	s, _ := records.Summarize(slow, time.Second, records.Options{}).Value("median_ttft_ms")
 	t.Logf("median TTFT %.1f ms at slowdown 1, %.1f ms at 1.10: ratio %.3f", f, s, s/f)
-	require.InDelta(t, 1.10, s/f, 0.02)
+	require.InDelta(t, 1.10, s/f, 0.05)
 }

@@ -169,10 +169,14 @@ func throughput(tb testing.TB, s *Server, base string, rate float64, out int, du
 }
 
 // TestSlowdownRaisesMedianTTFT: a 1.10 slowdown raises the median TTFT by
-// 10% ± 2%, measured by a client over HTTP. Requests alternate between the
+// 10% ± 5%, measured by a client over HTTP. Requests alternate between the
 // two servers so that the machine's load weighs on both alike, and each
 // prefill is long (~500 ms) so that what does not scale (HTTP, tokenizing,
-// waking the engine: a few ms on a loaded machine) is a small share.
+// waking the engine: a few ms on a loaded machine) is a small share. The
+// ratio leaves [1.05, 1.15] only when the medians' overheads differ by
+// more than ~25 ms, which takes more than 5 of one side's 11 requests
+// delayed that much; a slowdown not applied (1.00) or applied twice
+// (1.21) is still far outside.
 func TestSlowdownRaisesMedianTTFT(t *testing.T) {
 	p, err := LoadProfile("cpu-small")
 	require.NoError(t, err)
@@ -195,7 +199,7 @@ func TestSlowdownRaisesMedianTTFT(t *testing.T) {
 	}
 	mb, ms := stats.Median(b), stats.Median(s)
 	t.Logf("median TTFT %.2f ms at slowdown 1, %.2f ms at 1.10: ratio %.4f", mb/1e6, ms/1e6, ms/mb)
-	require.InDelta(t, 1.10, ms/mb, 0.02)
+	require.InDelta(t, 1.10, ms/mb, 0.05)
 }
 
 // TestChunkedPrefill: a prompt longer than the step's token budget is
