@@ -232,7 +232,14 @@ func TestShardedRunMatchesOne(t *testing.T) {
 		}
 	}
 	t.Logf("4 processes vs 1 on one schedule (120 requests, 12 req/s, sim cpu-small):\n%s", table.String())
-	assert.Less(t, num(r4.Values["clock_skew_ms"]), 100.0)
+	// The skew is how late the last shard woke at the start time, on a
+	// machine where 4 shards, the simulator and other tests' processes
+	// share 2 cores: a wake-up delayed by a busy CPU is tens to hundreds
+	// of ms, so a bound of 100 ms fails by the machine's luck. A start
+	// time that is not honoured shows as the shards' own start-up spread:
+	// seconds (they load a tokenizer and a dataset; 24 s for 4 at load
+	// average 25, hence the 45 s lead), far past 1000 ms.
+	assert.Less(t, num(r4.Values["clock_skew_ms"]), 1000.0)
 }
 
 // num reads a JSON number or a number written as a string.
