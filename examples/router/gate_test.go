@@ -42,12 +42,16 @@ const childGateEnv = "SERVEGATE_CHILD_ROUTER_GATE"
 // measured 10 times each, interleaved, then gated (with 10 more runs a
 // side when the gate passes, up to 30). The gate must exit 1 on
 // ttft-p99-sec.
+//
+// It runs only when asked (SERVEGATE_ROUTER_GATE=1): it judges a p99 on
+// a machine the rest of the suite shares, and no arithmetic bounds its
+// miss rate below 1 in 1000 there.
 func TestRouterGate(t *testing.T) {
 	if os.Getenv(childGateEnv) == "1" {
 		t.Skip("this is the child process")
 	}
-	if testing.Short() {
-		t.Skip("20 to 60 measured runs; skipped with -short")
+	if os.Getenv("SERVEGATE_ROUTER_GATE") != "1" {
+		t.Skip("20 to 60 measured runs judged on a p99, whose outcome rides on the machine's noise; SERVEGATE_ROUTER_GATE=1 runs it")
 	}
 	dockertest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

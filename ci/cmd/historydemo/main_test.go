@@ -17,11 +17,15 @@ import (
 // TestDemo runs a short demo on real in-process simulator runs: 14
 // commits, the server 30% slower from the seventh. The history names the
 // step's commit (or a neighbour, when noise blurs the edge) as a
-// regression, and the site marks it. Tens of seconds; skipped under
-// -short.
+// regression, and the site marks it. Tens of seconds.
+//
+// It runs only when asked (SERVEGATE_HISTORY_DEMO=1): whether E-divisive
+// finds a 30% step among 2 runs a commit rides on the machine's noise,
+// and no arithmetic bounds its miss rate below 1 in 1000 on a machine
+// busy with the rest of the suite.
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real simulator runs; skipped under -short")
+	if os.Getenv("SERVEGATE_HISTORY_DEMO") != "1" {
+		t.Skip("real simulator runs whose outcome rides on the machine's noise; SERVEGATE_HISTORY_DEMO=1 runs it")
 	}
 	out := filepath.Join(t.TempDir(), "demo")
 	var stdout, stderr bytes.Buffer
