@@ -16,7 +16,7 @@ import (
 )
 
 // ModeStored judges head's runs against main's runs in a results store
-// instead of base's (docs/verdicts.md, "A baseline from history").
+// instead of base's (docs/history.md, "The stored baseline").
 const ModeStored = "stored"
 
 // DefaultFresh is -mode stored's fresh base runs, made beside head's

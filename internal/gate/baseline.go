@@ -28,7 +28,7 @@ const (
 )
 
 // CheckBaseline finds and checks the stored baselines a head can be
-// compared against (docs/verdicts.md, "A baseline from history"): for each of
+// compared against (docs/history.md, "The stored baseline"): for each of
 // head's benchmarks (full name to the scenario-sha of head's result
 // lines), the baseline commit Store.Baselines gives on the runner type
 // runner. It fails closed: every benchmark that cannot be judged against
