@@ -248,6 +248,12 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if k == 1 {
+		j.dropThinTails(win)
+		if len(j.figures) == 0 && !j.failGate {
+			return "", fmt.Errorf("pair %d: no figure of the policy can be judged on these runs: %s", k, j.notJudgedText())
+		}
+	}
 	for _, f := range j.figures {
 		if f.Look.Decision != Continue && len(f.Estimates) > 0 {
 			fmt.Fprintf(&line, " %s decided;", f.Unit)
@@ -318,6 +324,39 @@ func (j *FastJudge) drop(match func(*FastFigure) bool, why string) {
 	}
 	j.figures = kept
 	j.split()
+}
+
+// dropThinTails stops gating a quantile that the first pair's requests
+// cannot estimate: with n request pairs, a pNN with n(1 - q) < 1 has no
+// request beyond it, so it is the run's maximum (or an interpolation
+// between the top two), decided by one request's luck. On the shipped
+// multi-turn-chat (81 requests) its p99 TTFT could detect no regression
+// below 52% after 8 pairs, so the verdict never ended; listing it as not
+// judged, with the remedy, is what the policy's "nothing dropped
+// silently" asks.
+func (j *FastJudge) dropThinTails(win PairRun) {
+	var why []string
+	j.drop(func(f *FastFigure) bool {
+		if f.Unit == unitGoodput {
+			return false
+		}
+		pairs, _ := win.ttftPairs()
+		if f.Metric == "tpot" {
+			pairs, _ = win.tpotPairs()
+		}
+		n := len(pairs)
+		if float64(n)*(1-f.Q) >= 1 || n < minBootstrapRequests {
+			return false // estimable, or refused below with its own message
+		}
+		need := int(math.Ceil(1/(1-f.Q) - 1e-9))
+		why = append(why, fmt.Sprintf("pair 1 has %d request pairs, fewer than the %d a p%s needs to be more than the run's maximum: send %d or more requests a run (docs/verdicts.md, scenario sizes), or gate a lower quantile",
+			n, need, strconv.FormatFloat(100*f.Q, 'f', -1, 64), need))
+		return true
+	}, "")
+	// drop gives every figure one reason; these differ by figure.
+	for i, k := len(j.NotJudged)-len(why), 0; i < len(j.NotJudged); i, k = i+1, k+1 {
+		j.NotJudged[i].Why = why[k]
+	}
 }
 
 // notJudgedText lists the rules not judged, with why, on one line.
