@@ -41,6 +41,9 @@ type FastFigure struct {
 	// Look is the last look; its Decision is final once it is not
 	// Continue (the figure's later pairs are not read).
 	Look Look `json:"look"`
+	// thin is the first pair's request pairs when they leave no request
+	// beyond the quantile (markThinTails), 0 otherwise.
+	thin int
 }
 
 // A FastJudge is the fast paired verdict of one scenario: pairs of runs
@@ -249,10 +252,7 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 		return "", err
 	}
 	if k == 1 {
-		j.dropThinTails(win)
-		if len(j.figures) == 0 && !j.failGate {
-			return "", fmt.Errorf("pair %d: no figure of the policy can be judged on these runs: %s", k, j.notJudgedText())
-		}
+		j.markThinTails(win)
 	}
 	for _, f := range j.figures {
 		if f.Look.Decision != Continue && len(f.Estimates) > 0 {
@@ -326,36 +326,31 @@ func (j *FastJudge) drop(match func(*FastFigure) bool, why string) {
 	j.split()
 }
 
-// dropThinTails stops gating a quantile that the first pair's requests
-// cannot estimate: with n request pairs, a pNN with n(1 - q) < 1 has no
-// request beyond it, so it is the run's maximum (or an interpolation
-// between the top two), decided by one request's luck. On the shipped
-// multi-turn-chat (81 requests) its p99 TTFT could detect no regression
-// below 52% after 8 pairs, so the verdict never ended; listing it as not
-// judged, with the remedy, is what the policy's "nothing dropped
-// silently" asks.
-func (j *FastJudge) dropThinTails(win PairRun) {
-	var why []string
-	j.drop(func(f *FastFigure) bool {
+// notJudged reports a thin tail that was too noisy to judge at the cap:
+// decide lists it in NotJudged.
+func (f *FastFigure) notJudged() bool { return f.thin > 0 && f.Look.Decision == Undecided }
+
+// markThinTails notes, on the first pair, each quantile that has no
+// request beyond it: with n request pairs, a pNN with n(1 - q) < 1 is
+// the run's maximum, or an interpolation next to it, so one request's
+// luck moves it. Such a figure is judged like any other and can fail
+// the verdict; only when it is still too noisy to judge at the cap is
+// it listed as not judged, with the remedy (decide), rather than hold
+// the scenario at exit 2: the shipped multi-turn-chat (81 requests)
+// had a p99 TTFT whose two sides raced for a shared prefix, and after
+// 8 pairs it could detect nothing below 52%.
+func (j *FastJudge) markThinTails(win PairRun) {
+	for _, f := range j.figures {
 		if f.Unit == unitGoodput {
-			return false
+			continue
 		}
 		pairs, _ := win.ttftPairs()
 		if f.Metric == "tpot" {
 			pairs, _ = win.tpotPairs()
 		}
-		n := len(pairs)
-		if float64(n)*(1-f.Q) >= 1 || n < minBootstrapRequests {
-			return false // estimable, or refused below with its own message
+		if n := len(pairs); float64(n)*(1-f.Q) < 1 {
+			f.thin = n
 		}
-		need := int(math.Ceil(1/(1-f.Q) - 1e-9))
-		why = append(why, fmt.Sprintf("pair 1 has %d request pairs, fewer than the %d a p%s needs to be more than the run's maximum: send %d or more requests a run (docs/verdicts.md, scenario sizes), or gate a lower quantile",
-			n, need, strconv.FormatFloat(100*f.Q, 'f', -1, 64), need))
-		return true
-	}, "")
-	// drop gives every figure one reason; these differ by figure.
-	for i, k := len(j.NotJudged)-len(why), 0; i < len(j.NotJudged); i, k = i+1, k+1 {
-		j.NotJudged[i].Why = why[k]
 	}
 }
 
@@ -406,6 +401,15 @@ func (j *FastJudge) decide() {
 				first = f.Look.Why
 			}
 		case Undecided:
+			if f.thin > 0 {
+				// A tail the scenario is too small for: listed, not
+				// held against the verdict (markThinTails).
+				need := int(math.Ceil(1/(1-f.Q) - 1e-9))
+				j.NotJudged = append(j.NotJudged, NotJudged{f.Unit, fmt.Sprintf(
+					"a p%s over %d request pairs is the run's maximum or next to it, and at the cap it was too noisy to judge (%s): send %d or more requests a run (docs/verdicts.md, scenario sizes), or gate a lower quantile",
+					strconv.FormatFloat(100*f.Q, 'f', -1, 64), f.thin, f.Look.Why, need)})
+				continue
+			}
 			noisy = append(noisy, f.Unit)
 			if firstNoisy == "" {
 				firstNoisy = f.Look.Why
@@ -441,6 +445,9 @@ func (j *FastJudge) FigureLines() []string {
 	var out []string
 	for _, f := range j.figures {
 		l := f.Look
+		if f.notJudged() {
+			continue // among the NOT JUDGED lines, with why
+		}
 		word := "CANNOT JUDGE"
 		switch l.Decision {
 		case Continue:
@@ -480,6 +487,9 @@ func (j *FastJudge) Markdown() string {
 	b.WriteString("| figure | verdict | pairs | change (± standard error) | why it stopped |\n| --- | --- | --- | --- | --- |\n")
 	for _, f := range j.figures {
 		l := f.Look
+		if f.notJudged() {
+			continue // among the not judged rows, with why
+		}
 		if len(f.Estimates) == 0 {
 			fmt.Fprintf(&b, "| `%s` | not judged | 0 | | the verdict stopped first |\n", f.Unit)
 			continue
