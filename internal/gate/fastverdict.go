@@ -42,7 +42,15 @@ type FastFigure struct {
 	// Continue (the figure's later pairs are not read).
 	Look Look `json:"look"`
 	// thin is the first pair's request pairs when they leave no request
-	// beyond the quantile (markThinTails), 0 otherwise.
+	// beyond the quantile, 0 otherwise: with n request pairs, a pNN with
+	// n(1 - q) < 1 is the run's maximum, or an interpolation next to
+	// it, so one request's luck moves it. Such a figure is judged like
+	// any other and can fail the verdict; only when it is still too
+	// noisy to judge at the cap is it listed as not judged, with the
+	// remedy (decide), rather than hold the scenario at exit 2: the
+	// shipped multi-turn-chat (81 requests) had a p99 TTFT whose two
+	// sides raced for a shared prefix, and after 8 pairs it could
+	// detect nothing below 52%.
 	thin int
 }
 
@@ -251,9 +259,6 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if k == 1 {
-		j.markThinTails(win)
-	}
 	for _, f := range j.figures {
 		if f.Look.Decision != Continue && len(f.Estimates) > 0 {
 			fmt.Fprintf(&line, " %s decided;", f.Unit)
@@ -266,6 +271,9 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 			pairs, dropped := win.ttftPairs()
 			if f.Metric == "tpot" {
 				pairs, dropped = win.tpotPairs()
+			}
+			if k == 1 && float64(len(pairs))*(1-f.Q) < 1 {
+				f.thin = len(pairs) // a thin tail (FastFigure.thin)
 			}
 			if e, err = BootstrapPair(pairs, f.Q, j.reps, 0, j.rng); err != nil {
 				if failed := j.failVerdict(); failed {
@@ -330,30 +338,6 @@ func (j *FastJudge) drop(match func(*FastFigure) bool, why string) {
 // decide lists it in NotJudged.
 func (f *FastFigure) notJudged() bool { return f.thin > 0 && f.Look.Decision == Undecided }
 
-// markThinTails notes, on the first pair, each quantile that has no
-// request beyond it: with n request pairs, a pNN with n(1 - q) < 1 is
-// the run's maximum, or an interpolation next to it, so one request's
-// luck moves it. Such a figure is judged like any other and can fail
-// the verdict; only when it is still too noisy to judge at the cap is
-// it listed as not judged, with the remedy (decide), rather than hold
-// the scenario at exit 2: the shipped multi-turn-chat (81 requests)
-// had a p99 TTFT whose two sides raced for a shared prefix, and after
-// 8 pairs it could detect nothing below 52%.
-func (j *FastJudge) markThinTails(win PairRun) {
-	for _, f := range j.figures {
-		if f.Unit == unitGoodput {
-			continue
-		}
-		pairs, _ := win.ttftPairs()
-		if f.Metric == "tpot" {
-			pairs, _ = win.tpotPairs()
-		}
-		if n := len(pairs); float64(n)*(1-f.Q) < 1 {
-			f.thin = n
-		}
-	}
-}
-
 // notJudgedText lists the rules not judged, with why, on one line.
 func (j *FastJudge) notJudgedText() string {
 	var parts []string
@@ -401,9 +385,9 @@ func (j *FastJudge) decide() {
 				first = f.Look.Why
 			}
 		case Undecided:
-			if f.thin > 0 {
+			if f.notJudged() {
 				// A tail the scenario is too small for: listed, not
-				// held against the verdict (markThinTails).
+				// held against the verdict (FastFigure.thin).
 				need := int(math.Ceil(1/(1-f.Q) - 1e-9))
 				j.NotJudged = append(j.NotJudged, NotJudged{f.Unit, fmt.Sprintf(
 					"a p%s over %d request pairs is the run's maximum or next to it, and at the cap it was too noisy to judge (%s): send %d or more requests a run (docs/verdicts.md, scenario sizes), or gate a lower quantile",
