@@ -142,7 +142,10 @@ func ParseTolerance(s string) (Tolerance, error) {
 // 1% over the whole verdict. The medians are gated at 5% because they
 // move with the engine; the p99's standard error is about three times
 // the median's on the same requests, so it is gated at 15%, which its
-// noise can resolve in the same pairs. TPOT, not ITL: TPOT is one
+// noise can resolve in the same pairs. The paired verdict judges a
+// median as the median of the per-request ratios head/base (the typical
+// request's change; BootstrapPair), which a change that scales every
+// request moves exactly as much as the median. TPOT, not ITL: TPOT is one
 // number per request, so base's and head's requests pair one to one.
 // See the accuracy tests for the measured false-fail and catch rates.
 // Speculative decoding is lossless, so a drop in its acceptance changes
@@ -179,7 +182,7 @@ gates:               # unit (or path.Match pattern, e.g. ttft-*-sec): tolerance
   # regression of it or more fails with probability >= 95% where the run
   # can detect it, and no change fails with probability <= 1%.
   fail-ratio: +0     # absolute (a share of the requests): any significant rise fails
-  ttft-p50-sec:      # median TTFT 5% slower; lower is better, so +5% (a written sign must match)
+  ttft-p50-sec:      # median TTFT 5% slower (paired: the typical request's ratio); lower is better, so +5%
     tolerance: 5%
     optional: true   # for benchfmt files that report the p99 alone; the paired verdict always judges it
   tpot-p50-sec:      # median TPOT, (latency-TTFT)/(output tokens-1) as vLLM computes it

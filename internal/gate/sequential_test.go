@@ -206,3 +206,50 @@ func TestSmallSampleInflation(t *testing.T) {
 	require.InDelta(t, -2.326, stats.NormalQuantile(0.01), 1e-3)
 	require.InDelta(t, 8.96, smallSampleInflation(2, 0.01), 0.02)
 }
+
+// TestBootstrapPairMedian checks the median's paired estimate: the
+// median of the per-request log ratios, not the ratio of the medians.
+func TestBootstrapPairMedian(t *testing.T) {
+	// 51 requests valued 1..51 on base; head is 10% slower on the first
+	// 30 and 10% faster on the other 21. The typical request is 10%
+	// slower: 30 of 51 ratios are 1.1. The ratio of the two medians is
+	// +7.3%: base's is 26, head's 27.9 (31 × 0.9, the 26th of head's
+	// values).
+	pairs := make([]RequestPair, 51)
+	for i := range pairs {
+		v := float64(i + 1)
+		r := 1.1
+		if i >= 30 {
+			r = 0.9
+		}
+		pairs[i] = RequestPair{Start: float64(i), Base: v, Head: v * r}
+	}
+	e, err := BootstrapPair(pairs, 0.5, 0, 0, nil)
+	require.NoError(t, err)
+	require.InDelta(t, math.Log(1.1), e.D, 1e-12)
+
+	// Every request 5% slower: the estimate is exactly 5%, with no
+	// spread, whatever the values are.
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range pairs {
+		v := math.Exp(rng.NormFloat64())
+		pairs[i] = RequestPair{Start: float64(i), Base: v, Head: v * 1.05}
+	}
+	e, err = BootstrapPair(pairs, 0.5, 0, 0, nil)
+	require.NoError(t, err)
+	require.InDelta(t, math.Log(1.05), e.D, 1e-12)
+	require.InDelta(t, 0, e.SE, 1e-6)
+
+	// Same values, but head's are base's in another order: the two
+	// medians are equal (a ratio of medians says no change), while no
+	// request kept its value. The paired median sees the per-request
+	// ratios, whose spread the bootstrap reports.
+	perm := rng.Perm(len(pairs))
+	shuffled := make([]RequestPair, len(pairs))
+	for i, p := range pairs {
+		shuffled[i] = RequestPair{Start: p.Start, Base: p.Base, Head: pairs[perm[i]].Base}
+	}
+	e, err = BootstrapPair(shuffled, 0.5, 0, 0, nil)
+	require.NoError(t, err)
+	require.Greater(t, e.SE, 0.05)
+}
