@@ -68,6 +68,9 @@ type verdictTally struct {
 	Walls                 []time.Duration
 	sumD                  map[string]float64 // log ratio head/base, summed over the pairs read
 	nD                    map[string]int
+	// Last counts, for the verdicts that went past the first look, the
+	// figures that took the most pairs: what held the verdict open.
+	Last map[string]int
 }
 
 func (v *verdictTally) add(j *gate.FastJudge, wall time.Duration) {
@@ -88,10 +91,22 @@ func (v *verdictTally) add(j *gate.FastJudge, wall time.Duration) {
 	if v.sumD == nil {
 		v.sumD, v.nD = map[string]float64{}, map[string]int{}
 	}
+	most := 0
 	for _, f := range j.Figures() {
+		most = max(most, len(f.Estimates))
 		for _, e := range f.Estimates {
 			v.sumD[f.Unit] += e.D
 			v.nD[f.Unit]++
+		}
+	}
+	if most > gate.DefaultSequential().MinPairs {
+		if v.Last == nil {
+			v.Last = map[string]int{}
+		}
+		for _, f := range j.Figures() {
+			if len(f.Estimates) == most {
+				v.Last[f.Unit]++
+			}
 		}
 	}
 }
@@ -123,13 +138,17 @@ func (v *verdictTally) row(machine string) string {
 		units = fmt.Sprintf(" %v", v.Units)
 	}
 	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
-	return fmt.Sprintf("| %s | %s | %d%s | %d | %d | %d | %d / %.2f / %d | %v / %v / %v | %s |",
+	held := "-"
+	if len(v.Last) > 0 {
+		held = fmt.Sprint(v.Last)
+	}
+	return fmt.Sprintf("| %s | %s | %d%s | %d | %d | %d | %d / %.2f / %d | %v / %v / %v | %s | %s |",
 		machine, v.Name, v.Fail, units, v.Pass, v.Undecided, n, ps[0], float64(sum)/float64(n), ps[n-1],
-		r(ws[0]), r(ws[n/2]), r(ws[n-1]), strings.Join(moved, " / "))
+		r(ws[0]), r(ws[n/2]), r(ws[n-1]), strings.Join(moved, " / "), held)
 }
 
 // verdictHeader is the table's header.
-const verdictHeader = "| machine | head | fail (exit 1) | pass | cannot judge (exit 2) | trials | pairs min / mean / max | wall per verdict min / median / max | measured change p50 TTFT / p50 TPOT / p99 TTFT / goodput |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+const verdictHeader = "| machine | head | fail (exit 1) | pass | cannot judge (exit 2) | trials | pairs min / mean / max | wall per verdict min / median / max | measured change p50 TTFT / p50 TPOT / p99 TTFT / goodput | held past pair 3 by |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 
 // aaInjected are the rows that ride on the A/A pairs, each change
 // injected in the unit it gates: head's goodput weights times 0.95, and
