@@ -154,22 +154,15 @@ func BootstrapPair(pairs []RequestPair, q float64, reps, block int, rng *rand.Ra
 	if err != nil {
 		return PairEstimate{}, err
 	}
-	blocks := (n + block - 1) / block
 	cntB, cntH := make([]int, n), make([]int, n)
 	var sum, sumSq float64
 	for r := 0; r < reps; r++ {
 		clear(cntB)
 		clear(cntH)
-		drawn := 0
-		for k := 0; k < blocks && drawn < n; k++ {
-			s := rng.IntN(n)
-			for j := 0; j < block && drawn < n; j++ {
-				i := (s + j) % n
-				cntB[rankB[i]]++
-				cntH[rankH[i]]++
-				drawn++
-			}
-		}
+		drawBlocks(n, block, rng, func(i int) {
+			cntB[rankB[i]]++
+			cntH[rankH[i]]++
+		})
 		x, err := logRatio(stats.QuantileCounted(bs, cntB, n, q), stats.QuantileCounted(hs, cntH, n, q))
 		if err != nil {
 			return PairEstimate{}, err
@@ -187,23 +180,28 @@ func bootstrapMedianRatio(ps []RequestPair, reps, block int, rng *rand.Rand) Pai
 	n := len(ps)
 	xs, rank := ranked(ps, func(p RequestPair) float64 { return math.Log(p.Head / p.Base) })
 	cnt := make([]int, n)
-	blocks := (n + block - 1) / block
 	var sum, sumSq float64
 	for r := 0; r < reps; r++ {
 		clear(cnt)
-		drawn := 0
-		for k := 0; k < blocks && drawn < n; k++ {
-			s := rng.IntN(n)
-			for j := 0; j < block && drawn < n; j++ {
-				cnt[rank[(s+j)%n]]++
-				drawn++
-			}
-		}
+		drawBlocks(n, block, rng, func(i int) { cnt[rank[i]]++ })
 		x := stats.QuantileCounted(xs, cnt, n, 0.5)
 		sum += x
 		sumSq += x * x
 	}
 	return PairEstimate{D: stats.QuantileSorted(xs, 0.5), SE: replicateSD(sum, sumSq, reps), Requests: n, Block: block}
+}
+
+// drawBlocks draws one circular moving-block replicate of n request
+// pairs: blocks of block consecutive indices (wrapping around the end)
+// from uniform starts, until n are drawn, and calls visit with each.
+func drawBlocks(n, block int, rng *rand.Rand, visit func(i int)) {
+	for drawn := 0; drawn < n; {
+		s := rng.IntN(n)
+		for j := 0; j < block && drawn < n; j++ {
+			visit((s + j) % n)
+			drawn++
+		}
+	}
 }
 
 // ranked returns the values of ps sorted, and the rank of each pair's
@@ -282,20 +280,13 @@ func BootstrapCount(pairs []RequestPair, offset float64, reps, block int, rng *r
 	}
 	block = min(block, n)
 	d := math.Log(sh/sb) + offset
-	blocks := (n + block - 1) / block
 	var sum, sumSq float64
 	for r := 0; r < reps; r++ {
 		var rb, rh float64
-		drawn := 0
-		for k := 0; k < blocks && drawn < n; k++ {
-			s := rng.IntN(n)
-			for j := 0; j < block && drawn < n; j++ {
-				p := ps[(s+j)%n]
-				rb += p.Base
-				rh += p.Head
-				drawn++
-			}
-		}
+		drawBlocks(n, block, rng, func(i int) {
+			rb += ps[i].Base
+			rh += ps[i].Head
+		})
 		x := math.Log(math.Max(rh, 0.5) / math.Max(rb, 0.5))
 		sum += x
 		sumSq += x * x
