@@ -374,7 +374,7 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 		}
 	}
 	history := map[Key][]*Record{}
-	for n := 1; len(open) > 0; n++ {
+	for n := 1; len(open) > 0; {
 		recs, err := src.Round(ctx, n, open)
 		if err != nil {
 			return err
@@ -382,25 +382,36 @@ func compare(ctx context.Context, cfg Config, src Source, judge Judge, res *Resu
 		if err := addBenchfmt(out, recs); err != nil {
 			return err
 		}
+		next := n + 1
 		var still []Key
 		for _, k := range open {
 			s := res.scenario(k)
-			r := findRecord(recs, k)
-			if p := r.Problem; p != nil {
-				return inputErrorf("pair %d of %s: %s", n, k, p.Message)
+			for _, r := range recordsOf(recs, k) {
+				if r.Pair < n {
+					return fmt.Errorf("compare: pair %d of %s has the label %d", n, k, r.Pair)
+				}
+				next = max(next, r.Pair+1)
+				if s.Verdict.State != Continue && len(history[k]) > 0 {
+					// A pair run ahead of a verdict that ended before it.
+					fmt.Fprintf(log, "compare: %s: pair %d ran ahead and was not needed\n", k, r.Pair)
+					continue
+				}
+				if p := r.Problem; p != nil {
+					return inputErrorf("pair %d of %s: %s", r.Pair, k, p.Message)
+				}
+				s.BaseImage, s.HeadImage, s.Mode = r.Base.Image, r.Head.Image, r.Mode
+				s.Headroom = max(s.Headroom, r.Base.Headroom, r.Head.Headroom)
+				res.noteNotReset(k, r)
+				history[k] = append(history[k], r)
+				s.Verdict = judgeRound(judge, k, history[k], r.Pair)
 			}
-			s.BaseImage, s.HeadImage, s.Mode = r.Base.Image, r.Head.Image, r.Mode
-			s.Headroom = max(s.Headroom, r.Base.Headroom, r.Head.Headroom)
-			res.noteNotReset(k, r)
-			history[k] = append(history[k], r)
-			s.Verdict = judgeRound(judge, k, history[k], n)
 			if s.Verdict.State == Continue {
 				still = append(still, k)
 				continue
 			}
 			fmt.Fprintf(log, "compare: %s: %s after %d pair(s): %s\n", k, s.Verdict.State, s.Verdict.Pairs, s.Verdict.Reason)
 		}
-		open = still
+		open, n = still, next
 	}
 	return nil
 }
@@ -432,14 +443,20 @@ func judgeRound(judge Judge, k Key, pairs []*Record, n int) Verdict {
 	return v
 }
 
-func findRecord(recs []*Record, k Key) *Record {
+// recordsOf returns k's records of a round, in the order of their pairs.
+func recordsOf(recs []*Record, k Key) []*Record {
+	var rs []*Record
 	for _, r := range recs {
 		if r.Key == k {
-			return r
+			rs = append(rs, r)
 		}
 	}
-	// Source.Round returns a record of every open scenario.
-	panic(fmt.Sprintf("compare: no record of %s", k))
+	if len(rs) == 0 {
+		// Source.Round returns a record of every open scenario.
+		panic(fmt.Sprintf("compare: no record of %s", k))
+	}
+	slices.SortStableFunc(rs, func(a, b *Record) int { return a.Pair - b.Pair })
+	return rs
 }
 
 // nothingToCompare says why no scenario can be compared.

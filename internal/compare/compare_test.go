@@ -28,6 +28,9 @@ type fakeSource struct {
 	// invalid and problem are set on the record of a scenario in a
 	// round, by "round/name"; notReset on base's side.
 	invalid, problem, notReset map[string]string
+	// ahead runs a lone scenario's next pair in the same round, as
+	// binaries does.
+	ahead bool
 }
 
 func (f *fakeSource) Check(context.Context) ([]*Record, error) { return f.check, nil }
@@ -35,7 +38,20 @@ func (f *fakeSource) Check(context.Context) ([]*Record, error) { return f.check,
 func (f *fakeSource) Round(_ context.Context, n int, open []Key) ([]*Record, error) {
 	f.rounds = append(f.rounds, open)
 	var recs []*Record
+	type run struct {
+		k Key
+		n int
+	}
+	var runs []run
 	for _, k := range open {
+		runs = append(runs, run{k, n})
+	}
+	if f.ahead && len(open) == 1 {
+		// Returned first: the verdict must read the pairs in order.
+		runs = append([]run{{open[0], n + 1}}, runs...)
+	}
+	for _, x := range runs {
+		k, n := x.k, x.n
 		r := &Record{Key: k, PairRecord: pipeline.PairRecord{Scenario: k.Name, Pair: n,
 			Base: pipeline.PairSide{Result: "b.json", Image: "img:1"}, Head: pipeline.PairSide{Result: "h.json", Image: "img:2"}}}
 		id := strings.Join([]string{string(rune('0' + n)), k.Name}, "/")
@@ -103,6 +119,54 @@ func TestRounds(t *testing.T) {
 	res = &Result{}
 	require.NoError(t, compare(context.Background(), Config{}, &fakeSource{check: checked("fast", "slow")}, judge, res, t.TempDir(), &bytes.Buffer{}))
 	assert.Equal(t, 0, res.Exit())
+}
+
+// TestRoundsAhead: once one scenario is left, its next pair runs beside
+// it; the verdict reads the pairs in order and stops where it ends, so
+// a pair run ahead of it is not judged.
+func TestRoundsAhead(t *testing.T) {
+	src := &fakeSource{check: checked("fast", "slow"), ahead: true}
+	res := &Result{}
+	var log bytes.Buffer
+	require.NoError(t, compare(context.Background(), Config{}, src, fakeJudge{"fast": {3, Pass}, "slow": {7, Regression}}, res, t.TempDir(), &log))
+	assert.Len(t, src.rounds, 5, "pairs 1, 2, 3, then 4 and 5, 6 and 7")
+	assert.Equal(t, 7, res.Scenarios[1].Verdict.Pairs)
+	assert.NotContains(t, log.String(), "not needed")
+
+	src = &fakeSource{check: checked("fast", "slow"), ahead: true}
+	res = &Result{}
+	log.Reset()
+	require.NoError(t, compare(context.Background(), Config{}, src, fakeJudge{"fast": {3, Pass}, "slow": {4, Pass}}, res, t.TempDir(), &log))
+	assert.Len(t, src.rounds, 4)
+	assert.Equal(t, Verdict{State: Pass, Pairs: 4, Reason: "decided", Text: "figure line", Markdown: "| figure |\n"}, res.Scenarios[1].Verdict)
+	assert.Contains(t, log.String(), "compare: slow: pair 5 ran ahead and was not needed\n")
+	assert.Equal(t, 0, res.Exit())
+
+	// An invalid pair run ahead still ends the verdict when it is read.
+	src = &fakeSource{check: checked("a"), ahead: true, invalid: map[string]string{"2/a": "p99_lateness_ms = 80, want <= 50"}}
+	res = &Result{}
+	require.NoError(t, compare(context.Background(), Config{}, src, fakeJudge{"a": {3, Pass}}, res, t.TempDir(), &bytes.Buffer{}))
+	assert.Equal(t, CannotJudge, res.Scenarios[0].Verdict.State)
+	assert.Contains(t, res.Scenarios[0].Verdict.Reason, "pair 2: head: invalid run")
+}
+
+// TestAhead: binaries runs a lone scenario's next pair beside it only
+// where two processes may run, its pairs run together, and the cap is
+// not reached.
+func TestAhead(t *testing.T) {
+	s := &binaries{pkgs: []*testPkg{{Rel: "."}}, parallel: 2, seconds: map[Key]float64{}}
+	x := []Key{{".", "x"}}
+	j := s.ahead(4, x, s.split(x))
+	require.NotNil(t, j)
+	assert.Equal(t, job{pkg: s.pkgs[0], names: []string{"x"}, pair: 5}, *j)
+	assert.Nil(t, s.ahead(maxRounds, x, s.split(x)), "past the cap")
+	two := []Key{{".", "x"}, {".", "y"}}
+	assert.Nil(t, s.ahead(4, two, s.split(two)), "two scenarios fill both processes")
+	s.alone = map[Key]bool{{".", "x"}: true}
+	assert.Nil(t, s.ahead(4, x, s.split(x)), "pairs in turn want the machine")
+	s.alone = nil
+	s.parallel = 1
+	assert.Nil(t, s.ahead(4, x, s.split(x)), "-parallel 1")
 }
 
 // TestRoundsFailClosed: a pair left invalid by its reruns cannot be
