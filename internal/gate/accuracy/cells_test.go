@@ -228,7 +228,9 @@ func verdictTrial(tb testing.TB, next func() (seqPair, error), conds []seqCondit
 // SERVEGATE_ACCURACY_MINUTES=<m> starts no trial after m minutes, so
 // that a run fits a hold of the machine lock;
 // SERVEGATE_ACCURACY_BURNER=1 runs beside the burner (TestNeighbour);
-// SERVEGATE_ACCURACY_TAIL=<rate>,<ms> sets the tail head's change.
+// SERVEGATE_ACCURACY_TAIL=<rate>,<ms> sets the tail head's change;
+// SERVEGATE_ACCURACY_CONTAINER=1 runs every server as a simulator
+// container (needs Docker), the image a scenario's sim target runs.
 // Quiet: under flock -x /work/plan/machine.lock, and trials never run in
 // parallel.
 func TestAccuracyVerdict(t *testing.T) {
@@ -271,6 +273,10 @@ func TestAccuracyVerdict(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
 	defer cancel()
 	sr := newSimRunner(t)
+	if os.Getenv(envVerdictContainer) == "1" {
+		sr.start = containerStarter(t, ctx)
+		machine += ", containers"
+	}
 	nexts := make([]func() (seqPair, error), len(heads))
 	var tallies []*verdictTally
 	for i, h := range heads {

@@ -199,12 +199,12 @@ func headPairSource(ctx context.Context, tb testing.TB, sr *simRunner, head simS
 		err error
 	}
 	run := func(k simServer, seed int64) side {
-		srv, err := sr.server(k)
+		u, err := sr.url(k)
 		if err != nil {
 			return side{err: err}
 		}
 		res, err := engine.Run(ctx, engine.Config{
-			BaseURL: srv.URL, Backend: "openai-chat", Model: SimParams(tb).Model, IgnoreEOS: true, NumWarmups: warmups,
+			BaseURL: u, Backend: "openai-chat", Model: SimParams(tb).Model, IgnoreEOS: true, NumWarmups: warmups,
 			Seed: seed, RequestRate: rate, RequestTimeout: 30 * time.Second, HTTPClient: sr.hc,
 		}, samples)
 		return side{res, err}

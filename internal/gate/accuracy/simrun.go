@@ -88,21 +88,19 @@ type simServer struct {
 // servers, started on first use and closed at the end of the test. Its
 // run is safe for concurrent use: paired runs drive two servers at once.
 type simRunner struct {
-	tb      testing.TB
-	mu      sync.Mutex
-	servers map[simServer]*httptest.Server
+	tb   testing.TB
+	mu   sync.Mutex
+	urls map[simServer]string
+	// start, when set, starts server k with knobs p somewhere else than
+	// in this process (a simulator container) and returns its address.
+	start   func(k simServer, p sim.Params) (string, error)
 	samples []dataset.Sample
 	hc      *http.Client
 }
 
 func newSimRunner(tb testing.TB) *simRunner {
 	tb.Helper()
-	r := &simRunner{tb: tb, servers: map[simServer]*httptest.Server{}}
-	tb.Cleanup(func() {
-		for _, s := range r.servers {
-			s.Close()
-		}
-	})
+	r := &simRunner{tb: tb, urls: map[simServer]string{}}
 	r.samples = make([]dataset.Sample, SimRequests)
 	for i := range r.samples {
 		r.samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", SimPromptLen-1) + fmt.Sprint(i), PromptLen: SimPromptLen, OutputLen: SimOutputLen}
@@ -114,36 +112,49 @@ func newSimRunner(tb testing.TB) *simRunner {
 	return r
 }
 
-func (r *simRunner) server(k simServer) (*httptest.Server, error) {
+// url returns server k's address, starting it on first use: in this
+// process, or with r.start.
+func (r *simRunner) url(k simServer) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s, ok := r.servers[k]; ok {
-		return s, nil
+	if u, ok := r.urls[k]; ok {
+		return u, nil
 	}
 	p := SimParams(r.tb)
 	if k.decode > 0 {
 		p.DecodeSlowdown = k.decode
 	}
 	p.FaultStallRate, p.FaultStallMS, p.FaultStallAfter = k.stallRate, k.stallMS, 0
+	if r.start != nil {
+		u, err := r.start(k, p)
+		if err != nil {
+			return "", err
+		}
+		r.urls[k] = u
+		return u, nil
+	}
 	sim, err := sim.New(sim.Config{Params: &p, Slowdown: k.slowdown})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	r.tb.Cleanup(func() { sim.Close() })
 	s := httptest.NewServer(sim)
-	r.servers[k] = s
-	return s, nil
+	r.tb.Cleanup(func() {
+		s.Close()
+		sim.Close()
+	})
+	r.urls[k] = s.URL
+	return s.URL, nil
 }
 
 // run performs one run against server k with the given schedule seed
 // and returns its metrics by benchstat unit.
 func (r *simRunner) run(ctx context.Context, k simServer, seed int64) (map[string]float64, error) {
-	srv, err := r.server(k)
+	u, err := r.url(k)
 	if err != nil {
 		return nil, err
 	}
 	res, err := engine.Run(ctx, engine.Config{
-		BaseURL:        srv.URL,
+		BaseURL:        u,
 		Backend:        "openai-chat",
 		Model:          SimParams(r.tb).Model,
 		IgnoreEOS:      true,

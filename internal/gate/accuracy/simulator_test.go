@@ -58,12 +58,12 @@ func TestSequentialSimulator(t *testing.T) {
 		samples[i] = dataset.Sample{Prompt: strings.Repeat("token ", SimPromptLen-1) + fmt.Sprint(i), PromptLen: SimPromptLen, OutputLen: SimOutputLen}
 	}
 	run := func(k simServer, seed int64) ([]float64, []float64, error) {
-		srv, err := sr.server(k)
+		u, err := sr.url(k)
 		if err != nil {
 			return nil, nil, err
 		}
 		res, err := engine.Run(ctx, engine.Config{
-			BaseURL: srv.URL, Backend: "openai-chat", Model: SimParams(t).Model, IgnoreEOS: true,
+			BaseURL: u, Backend: "openai-chat", Model: SimParams(t).Model, IgnoreEOS: true,
 			Seed: seed, RequestRate: seqSimRate, RequestTimeout: 30 * time.Second, HTTPClient: sr.hc,
 		}, samples)
 		if err != nil {
