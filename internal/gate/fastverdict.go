@@ -41,10 +41,11 @@ type FastFigure struct {
 	// Look is the last look; its Decision is final once it is not
 	// Continue (the figure's later pairs are not read).
 	Look Look `json:"look"`
-	// thin is the first pair's request pairs when they leave no request
-	// beyond the quantile, 0 otherwise: with n request pairs, a pNN with
-	// n(1 - q) < 1 is the run's maximum, or an interpolation next to
-	// it, so one request's luck moves it. Such a figure is judged at
+	// thin is the first pair's request pairs when they leave at most one
+	// request beyond the quantile, 0 otherwise: with n request pairs, a
+	// pNN with n(1 - q) <= 1 is the run's maximum or second, or an
+	// interpolation between them, so one or two requests' luck moves
+	// it (isThin). Such a figure is judged at
 	// every look the other figures need, and a significant regression
 	// fails the verdict, but it holds no pair open: once the others
 	// have decided, an undecided thin tail is listed as not judged with
@@ -54,7 +55,10 @@ type FastFigure struct {
 	// after 8 pairs it could detect nothing below 52%; in the shipped
 	// suite's A/As, the thin p99s of chat-poisson and multi-turn-chat
 	// held a verdict to the cap of 8 pairs, about 2 minutes, to end
-	// not judged (docs/logs/2026-12-07-suite.md).
+	// not judged, and ramp-up-linear's (100 requests) ended one at
+	// exit 2: its pair 1 measured +66% from two head requests stalled
+	// together, and that one pair's spread left 51% detectable at the
+	// cap (docs/logs/2026-12-07-suite.md).
 	thin int
 	// released is set when the verdict ended with this thin tail
 	// undecided: it held no pair open.
@@ -279,7 +283,7 @@ func (j *FastJudge) Add(run PairRun) (string, error) {
 			if f.Metric == "tpot" {
 				pairs, dropped = win.tpotPairs()
 			}
-			if k == 1 && float64(len(pairs))*(1-f.Q) < 1 {
+			if k == 1 && isThin(len(pairs), f.Q) {
 				f.thin = len(pairs) // a thin tail (FastFigure.thin)
 			}
 			if e, err = BootstrapPair(pairs, f.Q, j.reps, 0, j.rng); err != nil {
@@ -340,6 +344,14 @@ func (j *FastJudge) drop(match func(*FastFigure) bool, why string) {
 	j.figures = kept
 	j.split()
 }
+
+// isThin reports whether n request pairs leave at most one request
+// beyond the quantile q (FastFigure.thin): a p99 of 100 or fewer.
+func isThin(n int, q float64) bool { return float64(n)*(1-q) <= 1+1e-9 }
+
+// thinRemedy is the requests a run that the remedy names: two beyond
+// the quantile, 200 for a p99.
+func thinRemedy(q float64) int { return int(math.Ceil(2/(1-q) - 1e-9)) }
 
 // notJudged reports a thin tail that was too noisy to judge at the cap,
 // or still undecided when the other figures had: decide lists it in
@@ -403,7 +415,7 @@ func (j *FastJudge) decide() {
 			if f.notJudged() {
 				// A tail the scenario is too small for: listed, not
 				// held against the verdict (FastFigure.thin).
-				need := int(math.Ceil(1/(1-f.Q) - 1e-9))
+				need := thinRemedy(f.Q)
 				j.NotJudged = append(j.NotJudged, NotJudged{f.Unit, fmt.Sprintf(
 					"a p%s over %d request pairs is the run's maximum or next to it, and at the cap it was too noisy to judge (%s): send %d or more requests a run (docs/verdicts.md, scenario sizes), or gate a lower quantile",
 					strconv.FormatFloat(100*f.Q, 'f', -1, 64), f.thin, f.Look.Why, need)})
@@ -428,7 +440,7 @@ func (j *FastJudge) decide() {
 			continue
 		}
 		f.released = true
-		need := int(math.Ceil(1/(1-f.Q) - 1e-9))
+		need := thinRemedy(f.Q)
 		j.NotJudged = append(j.NotJudged, NotJudged{f.Unit, fmt.Sprintf(
 			"a p%s over %d request pairs is the run's maximum or next to it: judged while the other figures needed pairs, it holds none open, and was still open when they had decided (%s): send %d or more requests a run (docs/verdicts.md, scenario sizes), or gate a lower quantile",
 			strconv.FormatFloat(100*f.Q, 'f', -1, 64), f.thin, f.Look.Why, need)})
