@@ -116,6 +116,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Notes = append([]string{"the stored baseline could not serve (" + fb.why + "): base and head ran paired instead"}, res.Notes...)
 	}
+	if err != nil && ctx.Err() != nil {
+		// A signal (or the caller) stopped the comparison: say so, and
+		// where the pairs it ran are, rather than "context canceled".
+		err = fmt.Errorf("interrupted before a verdict (%w): the pairs run so far are reported here and kept in %s; run the comparison again", ctx.Err(), out)
+	}
 	if err != nil {
 		// The reports say why there is no verdict, for the job summary
 		// and the pull request comment.

@@ -328,6 +328,28 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestInterrupted: a comparison stopped by a signal (its context
+// cancelled) says it was interrupted and where its pairs are, in the
+// error and the job summary, rather than "context canceled"; exit 2.
+func TestInterrupted(t *testing.T) {
+	checkout, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	requires := "module example.com/user\n\ngo 1.26\n\nrequire " + Module + " v0.0.0\n\nreplace " + Module + " => " + checkout + "\n"
+	dir := scratchRepo(t, requires, map[string]string{})
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, Config{Dir: dir, Base: "main", Out: out})
+	require.Error(t, err)
+	want := "interrupted before a verdict (context canceled): the pairs run so far are reported here and kept in " + out
+	assert.Contains(t, err.Error(), want)
+	require.NotNil(t, res)
+	assert.Equal(t, 2, res.Exit())
+	md, rerr := os.ReadFile(filepath.Join(out, "gate.md"))
+	require.NoError(t, rerr)
+	assert.Contains(t, string(md), want)
+}
+
 // toldJudge is a fakeJudge told how many scenarios are judged.
 type toldJudge struct {
 	fakeJudge
