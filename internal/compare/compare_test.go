@@ -297,10 +297,17 @@ func scratchRepo(t *testing.T, gomod string, files map[string]string) string {
 
 // TestBadInput: each is an *InputError with one message, and compare
 // still writes its reports, which say why there is no verdict.
-func TestBadInput(t *testing.T) {
+// userGoMod is the go.mod of a user's module that requires servegate
+// from this checkout.
+func userGoMod(t *testing.T) string {
+	t.Helper()
 	checkout, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	requires := "module example.com/user\n\ngo 1.26\n\nrequire " + Module + " v0.0.0\n\nreplace " + Module + " => " + checkout + "\n"
+	return "module example.com/user\n\ngo 1.26\n\nrequire " + Module + " v0.0.0\n\nreplace " + Module + " => " + checkout + "\n"
+}
+
+func TestBadInput(t *testing.T) {
+	requires := userGoMod(t)
 	plain := map[string]string{"lib/lib.go": "package lib\n", "lib/lib_test.go": "package lib\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n"}
 	for name, c := range map[string]struct {
 		dir  string
@@ -332,9 +339,7 @@ func TestBadInput(t *testing.T) {
 // cancelled) says it was interrupted and where its pairs are, in the
 // error and the job summary, rather than "context canceled"; exit 2.
 func TestInterrupted(t *testing.T) {
-	checkout, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	requires := "module example.com/user\n\ngo 1.26\n\nrequire " + Module + " v0.0.0\n\nreplace " + Module + " => " + checkout + "\n"
+	requires := userGoMod(t)
 	dir := scratchRepo(t, requires, map[string]string{})
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithCancel(context.Background())
