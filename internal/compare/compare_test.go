@@ -295,8 +295,6 @@ func scratchRepo(t *testing.T, gomod string, files map[string]string) string {
 	return dir
 }
 
-// TestBadInput: each is an *InputError with one message, and compare
-// still writes its reports, which say why there is no verdict.
 // userGoMod is the go.mod of a user's module that requires servegate
 // from this checkout.
 func userGoMod(t *testing.T) string {
@@ -306,6 +304,8 @@ func userGoMod(t *testing.T) string {
 	return "module example.com/user\n\ngo 1.26\n\nrequire " + Module + " v0.0.0\n\nreplace " + Module + " => " + checkout + "\n"
 }
 
+// TestBadInput: each is an *InputError with one message, and compare
+// still writes its reports, which say why there is no verdict.
 func TestBadInput(t *testing.T) {
 	requires := userGoMod(t)
 	plain := map[string]string{"lib/lib.go": "package lib\n", "lib/lib_test.go": "package lib\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n"}
