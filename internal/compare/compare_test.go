@@ -339,8 +339,7 @@ func TestBadInput(t *testing.T) {
 // cancelled) says it was interrupted and where its pairs are, in the
 // error and the job summary, rather than "context canceled"; exit 2.
 func TestInterrupted(t *testing.T) {
-	requires := userGoMod(t)
-	dir := scratchRepo(t, requires, map[string]string{})
+	dir := scratchRepo(t, userGoMod(t), map[string]string{})
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
