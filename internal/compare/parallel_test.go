@@ -156,8 +156,8 @@ func rms(xs []float64) float64 {
 	return math.Sqrt(s / float64(len(xs)))
 }
 
-// TestAdapt: an automatic -parallel halves after a run short of CPU
-// and never grows; a -parallel given stays.
+// TestAdapt: an automatic -parallel halves after a second round short
+// of CPU and never grows; a -parallel given stays.
 func TestAdapt(t *testing.T) {
 	s := &binaries{parallel: DefaultParallel, auto: true, log: io.Discard}
 	for i, step := range []struct {
@@ -166,7 +166,9 @@ func TestAdapt(t *testing.T) {
 		want  int
 	}{
 		{0.05, 2, 2}, // CPU to spare: as it was
-		{0.6, 2, 1},  // short of CPU
+		{0.6, 2, 2},  // short of CPU once: a spike
+		{0.05, 2, 2}, // CPU to spare again
+		{0.7, 2, 1},  // short of CPU a second time
 		{0.05, 1, 1}, // no growth
 		{0.9, 1, 1},  // one process is the floor
 	} {
