@@ -150,18 +150,34 @@ func TestRoundsAhead(t *testing.T) {
 	assert.Contains(t, res.Scenarios[0].Verdict.Reason, "pair 2: head: invalid run")
 }
 
-// TestAhead: binaries runs a lone scenario's next pair beside it only
-// where two processes may run, its pairs run together, and the cap is
-// not reached.
+// TestAhead: binaries runs the open scenarios' next pair beside them
+// only where two processes may run, the two processes of the round
+// would be unequal, their pairs run together, and the cap is not
+// reached.
 func TestAhead(t *testing.T) {
 	s := &binaries{pkgs: []*testPkg{{Rel: "."}}, parallel: 2, seconds: map[Key]float64{}}
 	x := []Key{{".", "x"}}
-	j := s.ahead(4, x, s.split(x))
-	require.NotNil(t, j)
-	assert.Equal(t, job{pkg: s.pkgs[0], names: []string{"x"}, pair: 5}, *j)
+	jobs := s.ahead(4, x, s.split(x))
+	require.Len(t, jobs, 2)
+	assert.Equal(t, job{pkg: s.pkgs[0], names: []string{"x"}}, jobs[0])
+	assert.Equal(t, job{pkg: s.pkgs[0], names: []string{"x"}, pair: 5}, jobs[1])
 	assert.Nil(t, s.ahead(maxRounds, x, s.split(x)), "past the cap")
+
 	two := []Key{{".", "x"}, {".", "y"}}
-	assert.Nil(t, s.ahead(4, two, s.split(two)), "two scenarios fill both processes")
+	assert.Nil(t, s.ahead(4, two, s.split(two)), "two scenarios of unknown length fill both processes")
+	s.seconds = map[Key]float64{{".", "x"}: 28, {".", "y"}: 12}
+	jobs = s.ahead(4, two, s.split(two))
+	require.Len(t, jobs, 2, "28 s and 12 s: one round of 40 s for two pairs, not two of 28 s")
+	assert.ElementsMatch(t, []string{"x", "y"}, jobs[0].names)
+	assert.ElementsMatch(t, []string{"x", "y"}, jobs[1].names)
+	assert.Equal(t, []int{0, 5}, []int{jobs[0].pair, jobs[1].pair})
+	s.seconds = map[Key]float64{{".", "x"}: 20, {".", "y"}: 12}
+	assert.Nil(t, s.ahead(4, two, s.split(two)), "20 s and 12 s: 32 s is more than 1.5 times 20 s")
+	three := []Key{{".", "x"}, {".", "y"}, {".", "z"}}
+	s.seconds = map[Key]float64{{".", "x"}: 28, {".", "y"}: 12, {".", "z"}: 12}
+	assert.Nil(t, s.ahead(4, three, s.split(three)), "28 s against 24 s: split well")
+
+	s.seconds = map[Key]float64{}
 	s.alone = map[Key]bool{{".", "x"}: true}
 	assert.Nil(t, s.ahead(4, x, s.split(x)), "pairs in turn want the machine")
 	s.alone = nil

@@ -115,8 +115,12 @@ func (s *binaries) Check(ctx context.Context) ([]*Record, error) {
 func (s *binaries) Round(ctx context.Context, n int, open []Key) ([]*Record, error) {
 	jobs := s.split(open)
 	if ahead := s.ahead(n, open, jobs); ahead != nil {
-		jobs = append(jobs, *ahead)
-		fmt.Fprintf(s.log, "compare: pairs %d and %d of %s at once, in 2 processes\n", n, n+1, open[0])
+		jobs = ahead
+		what := open[0].String()
+		if len(open) > 1 {
+			what = fmt.Sprintf("%d scenarios", len(open))
+		}
+		fmt.Fprintf(s.log, "compare: pairs %d and %d of %s at once, in 2 processes\n", n, n+1, what)
 	} else {
 		fmt.Fprintf(s.log, "compare: pair %d: %d scenario(s) in %d process(es)\n", n, len(open), len(jobs))
 	}
@@ -135,23 +139,51 @@ func (s *binaries) Round(ctx context.Context, n int, open []Key) ([]*Record, err
 	return recs, nil
 }
 
-// ahead is the job that runs a lone open scenario's pair n+1 beside
-// its pair n, or nil. Once every other scenario has ended, the one left
-// ran its pairs one after another in one process while the other sat
-// idle: a suite's A/A waited about 20 s a pair on it, up to the cap.
-// Two processes of one scenario load the machine as two scenarios side
-// by side do in every earlier round, so the A/A spread is the one
-// measured at -parallel 2. Not for a scenario whose pairs alternate
-// (each wants the machine to itself), nor past the last round.
-func (s *binaries) ahead(n int, open []Key, jobs []job) *job {
+// aheadRatio bounds the round that ahead runs: the open scenarios'
+// time over both pairs at once, as a multiple of the longest process of
+// the round it replaces.
+const aheadRatio = 1.5
+
+// ahead is the round that runs the open scenarios' pair n+1 beside
+// their pair n, two processes of them all, or nil. Near a suite's end
+// the scenarios left are few and of unequal length, and two processes
+// split them badly: in an A/A of stop 51, `completions-bursty` (28 s)
+// and `chat-poisson` (12 s) took two rounds of 31 s for two pairs,
+// with one process idle most of each. Run ahead, both pairs take one
+// round of about 40 s. It runs when that round is at most aheadRatio
+// times the one it replaces, so that the pair it adds costs at most
+// half a round even when the verdicts end at pair n. A lone scenario is
+// the plainest case. Two processes of these scenarios load the machine
+// as two processes of any do in every earlier round, so the A/A spread
+// is the one measured at -parallel 2. Not when a scenario's pairs
+// alternate (each wants the machine to itself), nor past the last
+// round.
+func (s *binaries) ahead(n int, open []Key, jobs []job) []job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(open) != 1 || len(jobs) != 1 || jobs[0].alone || s.parallel < 2 || n >= maxRounds {
+	if s.parallel < 2 || n >= maxRounds || len(jobs) > 2 {
 		return nil
 	}
-	j := jobs[0]
-	j.pair = n + 1
-	return &j
+	sum, longest := 0.0, 0.0
+	for _, j := range jobs {
+		if j.alone || j.pair != 0 || j.pkg != jobs[0].pkg {
+			return nil
+		}
+		t := 0.0
+		for _, name := range j.names {
+			t += max(s.seconds[Key{j.pkg.Rel, name}], 1)
+		}
+		sum += t
+		longest = max(longest, t)
+	}
+	if sum > aheadRatio*longest {
+		return nil
+	}
+	names := make([]string, 0, len(open))
+	for _, j := range jobs {
+		names = append(names, j.names...)
+	}
+	return []job{{pkg: jobs[0].pkg, names: names}, {pkg: jobs[0].pkg, names: names, pair: n + 1}}
 }
 
 // adapt halves an auto -parallel after the second round of procs
