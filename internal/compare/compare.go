@@ -38,8 +38,8 @@ type Config struct {
 	// Policy is the verdict's policy file; "" is the default policy.
 	Policy string
 	// Parallel is the most scenario processes at once; 0 starts with
-	// DefaultParallel and halves it when runs in two rounds are short
-	// of CPU.
+	// DefaultParallel and halves it when the typical run of a round is
+	// short of CPU.
 	Parallel int
 	// Prepare, when set, is a shell command run in each side's module
 	// root before anything is built.

@@ -87,8 +87,8 @@
 //		the verdict's policy (default: the built-in policy)
 //	-parallel N
 //		scenario processes to run at once, each with its own targets;
-//		0 starts with 2 and halves it when runs in two rounds show
-//		the load generator short of CPU (default 0)
+//		0 starts with 2 and halves it when the typical run of a round
+//		shows the load generator short of CPU (default 0)
 //	-prepare COMMAND
 //		a shell command run in each side's module root before anything
 //		is built, such as one that builds a binary into a build context

@@ -156,26 +156,28 @@ func rms(xs []float64) float64 {
 	return math.Sqrt(s / float64(len(xs)))
 }
 
-// TestAdapt: an automatic -parallel halves after a second round short
-// of CPU and never grows; a -parallel given stays.
+// TestAdapt: an automatic -parallel halves after a round whose typical
+// run was short of CPU, not after one run's spike, and never grows; a
+// -parallel given stays.
 func TestAdapt(t *testing.T) {
 	s := &binaries{parallel: DefaultParallel, auto: true, log: io.Discard}
+	spike := []float64{0.05, 0.04, 0.98, 0.07, 0.06} // e-aa3's pair 2: one run at 98%
+	short := []float64{0.6, 0.7, 0.55, 0.2, 0.9}
 	for i, step := range []struct {
-		worst float64
+		used  []float64
 		procs int
 		want  int
 	}{
-		{0.05, 2, 2}, // CPU to spare: as it was
-		{0.6, 2, 2},  // short of CPU once: a spike
-		{0.05, 2, 2}, // CPU to spare again
-		{0.7, 2, 1},  // short of CPU a second time
-		{0.05, 1, 1}, // no growth
-		{0.9, 1, 1},  // one process is the floor
+		{[]float64{0.05, 0.1}, 2, 2}, // CPU to spare: as it was
+		{spike, 2, 2},                // one run's spike
+		{short, 2, 1},                // most runs short of CPU
+		{[]float64{0.05}, 1, 1},      // no growth
+		{short, 1, 1},                // one process is the floor
 	} {
-		s.adapt(step.worst, step.procs)
-		require.Equal(t, step.want, s.parallel, "step %d: worst %.2f over %d processes", i+1, step.worst, step.procs)
+		s.adapt(step.used, step.procs)
+		require.Equal(t, step.want, s.parallel, "step %d: used %v over %d processes", i+1, step.used, step.procs)
 	}
 	fixed := &binaries{parallel: 2, log: io.Discard}
-	fixed.adapt(0.9, 2)
+	fixed.adapt(short, 2)
 	require.Equal(t, 2, fixed.parallel)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/servegate/servegate/internal/pipeline"
+	"github.com/servegate/servegate/internal/stats"
 )
 
 // A Key names one scenario of a comparison: its package and its name.
@@ -73,12 +74,11 @@ type binaries struct {
 	// runs is the directory of the rounds' outputs.
 	runs string
 	// parallel is the most processes at once; auto says to halve it
-	// when runs leave the load generator little headroom (adapt).
+	// when a round's runs leave the load generator little headroom
+	// (adapt).
 	parallel int
 	auto     bool
-	// short counts the rounds whose runs were short of CPU (adapt).
-	short int
-	log   io.Writer
+	log      io.Writer
 
 	mu      sync.Mutex
 	seconds map[Key]float64
@@ -90,7 +90,8 @@ type binaries struct {
 var _ Source = (*binaries)(nil)
 
 // headroomLimit is the share of a harness limit past which a round
-// counts as short of CPU: an auto -parallel halves at the second.
+// counts as short of CPU: an auto -parallel halves when the typical
+// run of a round is past it (adapt).
 const headroomLimit = 0.5
 
 func (s *binaries) Check(ctx context.Context) ([]*Record, error) {
@@ -130,12 +131,12 @@ func (s *binaries) Round(ctx context.Context, n int, open []Key) ([]*Record, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	worst := 0.0
+	var used []float64
 	for _, r := range recs {
 		s.seconds[r.Key] = r.Seconds
-		worst = max(worst, r.Base.Headroom, r.Head.Headroom)
+		used = append(used, r.Base.Headroom, r.Head.Headroom)
 	}
-	s.adapt(worst, len(jobs))
+	s.adapt(used, len(jobs))
 	return recs, nil
 }
 
@@ -186,28 +187,28 @@ func (s *binaries) ahead(n int, open []Key, jobs []job) []job {
 	return []job{{pkg: jobs[0].pkg, names: names}, {pkg: jobs[0].pkg, names: names, pair: n + 1}}
 }
 
-// adapt halves an auto -parallel after the second round of procs
-// processes whose runs used more than headroomLimit of a harness limit.
-// One such round is not enough: a suite's first round starts every
-// process's tokenizer and targets at once, and one run's lateness spike
-// there (33 ms at p99, 66% of its limit, with 4% of the CPU) halved a
-// suite's processes for good and doubled its later rounds, 93 s to
-// 170 s (docs/logs/2026-12-07-suite.md). It does not grow it again:
-// running more scenarios side by side than DefaultParallel raised the
-// A/A spread of every gated figure on a 2-core machine while the load
-// generator's health still showed CPU to spare
-// (docs/logs/2026-12-06-suite.md). Callers hold s.mu.
-func (s *binaries) adapt(worst float64, procs int) {
-	if !s.auto || procs <= 1 || worst <= headroomLimit {
+// adapt halves an auto -parallel after a round of procs processes in
+// which the typical run was short of CPU: the median of used, each
+// run's largest share of a harness limit, above headroomLimit. One run
+// is not enough. On a 2-core VM one or two of a round's 20 runs went
+// past half a limit now and then, quiet or beside a burner, while the
+// round's median stayed between 4% and 18%; the rule that halved on
+// any one such run left three A/As of the shipped suite in one process
+// with rounds of 170 s instead of 93 s (docs/logs/2026-12-07-suite.md).
+// It does not grow it again: running more scenarios side by side than
+// DefaultParallel raised the A/A spread of every gated figure on a
+// 2-core machine while the load generator's health still showed CPU to
+// spare (docs/logs/2026-12-06-suite.md). Callers hold s.mu.
+func (s *binaries) adapt(used []float64, procs int) {
+	if !s.auto || procs <= 1 || len(used) == 0 {
 		return
 	}
-	s.short++
-	if s.short < 2 {
-		fmt.Fprintf(s.log, "compare: a run used %.0f%% of a harness limit: %d process(es) until another round does\n", 100*worst, procs)
+	med := stats.Median(used)
+	if med <= headroomLimit {
 		return
 	}
 	s.parallel = max(1, procs/2)
-	fmt.Fprintf(s.log, "compare: a run used %.0f%% of a harness limit, in a second round: at most %d process(es) from now on\n", 100*worst, s.parallel)
+	fmt.Fprintf(s.log, "compare: half the runs of a round used %.0f%% of a harness limit or more: at most %d process(es) from now on\n", 100*med, s.parallel)
 }
 
 // A job is one process: a package's binary and the scenarios it runs
