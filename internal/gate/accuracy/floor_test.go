@@ -97,6 +97,20 @@ func chiSquareQuantile(p float64, df int) float64 {
 	return k * math.Pow(1-c+stats.NormalQuantile(p)*math.Sqrt(c), 3)
 }
 
+// TestCapDetectable checks the cap's detectable regression against the
+// normal quantiles: alpha 0.01 split between five (figures and the
+// failure test) and six looks is 3.33e-4 a look, z = 3.4029, plus
+// z_0.95 = 1.6449, over √8.
+func TestCapDetectable(t *testing.T) {
+	got := capDetectable(0.05, 0.01/5)
+	if want := 0.05 * 5.0478 / math.Sqrt(8); math.Abs(got-want) > 1e-3*want {
+		t.Fatalf("capDetectable(5%%, 0.002) = %.5f, want %.5f", got, want)
+	}
+	if capDetectable(0.10, 0.01/5) <= 0.10 {
+		t.Fatal("a pair spread of 10% must leave more than 10% detectable at 8 pairs")
+	}
+}
+
 // TestFixedSampleWall checks the floor's arithmetic against textbook
 // values of the normal approximation.
 func TestFixedSampleWall(t *testing.T) {
@@ -179,6 +193,37 @@ func (f *floorFigure) delta() float64 {
 	return math.Log(1 + f.Tolerance)
 }
 
+// floorName is a figure's short name in the floor's metrics: p99 for
+// p99 TTFT, as the floor's first logs named it.
+func floorName(unit string) string {
+	switch unit {
+	case "ttft-p99-sec":
+		return "p99"
+	case "ttft-p50-sec":
+		return "p50"
+	case "tpot-p50-sec":
+		return "tpot"
+	case "goodput-req/s":
+		return "goodput"
+	}
+	return strings.NewReplacer("/", "-", "-sec", "").Replace(unit)
+}
+
+// capDetectable is the smallest regression, as a log ratio, that the
+// default design's last look (pair MaxPairs) detects with probability
+// 95% when each pair's estimate has standard deviation sigma and the
+// figure's share of alpha is alpha: (z_{1-alpha/looks} + z_{0.95})
+// sigma/√MaxPairs, as stats.Sequential.Look puts it. It is a lower
+// bound: the verdict widens the spread between pairs to Student's t
+// reach. Above twice a figure's tolerance, the verdict cannot judge at
+// the cap.
+func capDetectable(sigma, alpha float64) float64 {
+	d := gate.DefaultSequential()
+	looks := float64(d.MaxPairs - d.MinPairs + 1)
+	z := stats.NormalQuantile(1-alpha/looks) + stats.NormalQuantile(0.95)
+	return z * sigma / math.Sqrt(float64(d.MaxPairs))
+}
+
 // floorPair judges one pair as the fast verdict's first look does (a
 // FastJudge of the default policy and design) and returns each
 // sequential figure's estimate of that pair.
@@ -199,9 +244,10 @@ func floorPair(tb testing.TB, run gate.PairRun, rng *rand.Rand) []*gate.FastFigu
 // (simPairSource: two in-process simulators of one build, one schedule,
 // at the same time), at three run sizes one pair of each in turn, beside
 // the burner of TestAccuracyNoise (TestNeighbour) and on the machine
-// without it. Each pair is judged by the fast verdict's own code
-// (FastJudge, default policy) and gives the paired log ratio of p99 TTFT
-// and of goodput; per run size it reports
+// without it; SERVEGATE_ACCURACY_CONTAINER=1 runs the two simulators
+// as containers. Each pair is judged by the fast verdict's own code
+// (FastJudge, default policy) and gives the paired log ratio of each
+// figure the policy gates; per run size it reports
 //
 //   - sigma: the standard deviation of the per-pair log ratio (%),
 //   - t: the mean wall time of a pair (s; also ns/op, an op being a pair),
@@ -214,7 +260,10 @@ func floorPair(tb testing.TB, run gate.PairRun, rng *rand.Rand) []*gate.FastFigu
 //     chi-square interval,
 //   - Tasn: Tmin times Wald's average-sample-number fraction of the SPRT
 //     at the regression (waldASNFraction): the most an SPRT saves on
-//     average; Tasn0 the same at no change (an A/A).
+//     average; Tasn0 the same at no change (an A/A),
+//   - capdetect: the smallest regression the last look (the cap)
+//     detects at this sigma (capDetectable); above twice the figure's
+//     tolerance the verdict cannot judge.
 //
 // The pairs are measured in the machine's sub-benchmark and reported by
 // one sub-benchmark per run size. Run it alone, under the exclusive
@@ -267,6 +316,10 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
 	sr := newSimRunner(b)
+	if os.Getenv(envVerdictContainer) == "1" {
+		sr.start = containerStarter(b, ctx)
+		machine += ", containers"
+	}
 	rng := rand.New(rand.NewPCG(27, 17))
 	load0 := LoadAverage()
 	nexts := make([]func() (seqPair, error), len(floorSizes))
@@ -296,17 +349,14 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 		}
 	}
 	head := fmt.Sprintf("%s: %d pairs of each size in %v, load %s → %s; alpha per figure %.4g, beta %.2g, Wald's ASN %.2f of the fixed n at the regression, %.2f at no change (Tasn0)\n"+
-		"| run | machine | figure | sigma per pair (90%%) | mean bootstrap SE | mean D | t per pair | s = sigma·√t | Tmin (90%%) | Tasn (SPRT, Wald) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+		"| run | machine | figure | sigma per pair (90%%) | mean bootstrap SE | mean D | t per pair | s = sigma·√t | Tmin (90%%) | Tasn (SPRT, Wald) | detectable at the cap |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 		machine, pairs, time.Since(start).Round(time.Second), load0, LoadAverage(), alpha, beta, asn1, asn0)
 	for i, s := range floorSizes {
 		var rows []string
 		t := stats.Mean(walls[i])
 		metrics := map[string]float64{"ns/op": t * 1e9, "t-s": t, "pairs": float64(pairs)}
 		for _, f := range figs[i] {
-			name := "p99"
-			if f.Unit == "goodput-req/s" {
-				name = "goodput"
-			}
+			name := floorName(f.Unit)
 			sigma := stddev(f.D)
 			df := len(f.D) - 1
 			// sigma's 90% interval: df·sigma²/sigma_true² is chi-square.
@@ -318,11 +368,13 @@ func measureFloor(b *testing.B, machine string, pairs int, alpha, beta, asn0, as
 				"sigma-%s-%%": 100 * sigma, "bootSE-%s-%%": 100 * stats.Mean(f.SE), "meanD-%s-%%": 100 * stats.Mean(f.D),
 				"s-%s-%%sqrt-s": 100 * sigma * math.Sqrt(t), "Tmin-%s-s": tmin, "Tmin90lo-%s-s": tlo, "Tmin90hi-%s-s": thi,
 				"Tasn-%s-s": asn1 * tmin, "Tasn0-%s-s": asn0 * tmin, "sigmaMAD-%s-%%": 100 * madSigma(f.D),
+				"capdetect-%s-%%": 100 * capDetectable(sigma, alpha),
 			} {
 				metrics[fmt.Sprintf(unit, name)] = v
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.2f%% (%.2f–%.2f) | %.2f%% | %+.2f%% | %.2f s | %.2f%%·√s | %.0f s (%.0f–%.0f) | %.0f s |",
-				s, machine, name, 100*sigma, 100*lo, 100*hi, 100*stats.Mean(f.SE), 100*stats.Mean(f.D), t, 100*sigma*math.Sqrt(t), tmin, tlo, thi, asn1*tmin))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.2f%% (%.2f–%.2f) | %.2f%% | %+.2f%% | %.2f s | %.2f%%·√s | %.0f s (%.0f–%.0f) | %.0f s | %.1f%% (%.1f–%.1f) |",
+				s, machine, name, 100*sigma, 100*lo, 100*hi, 100*stats.Mean(f.SE), 100*stats.Mean(f.D), t, 100*sigma*math.Sqrt(t), tmin, tlo, thi, asn1*tmin,
+				100*capDetectable(sigma, alpha), 100*capDetectable(lo, alpha), 100*capDetectable(hi, alpha)))
 			sorted := slices.Clone(f.D)
 			slices.Sort(sorted)
 			var ds []string
