@@ -65,6 +65,7 @@ func waitReady(ctx context.Context, c *client.Client, req client.Request, timeou
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	deadline, _ := wctx.Deadline()
 	var cause string
 	for {
 		last := c.Do(wctx, req)
@@ -77,8 +78,11 @@ func waitReady(ctx context.Context, c *client.Client, req client.Request, timeou
 		// A probe that ended with the wait's deadline was cut short by it
 		// (a dial then reports "i/o timeout", not a cancellation): it
 		// says nothing about the server, and must not hide the refusal
-		// before it.
-		if last.Failure != metrics.FailureCanceled && last.Error != "" && wctx.Err() == nil {
+		// before it. The clock tells, not wctx.Err(): the dial's poller
+		// can pass the deadline before the context's own timer has run,
+		// and on a loaded machine a probe cut at the deadline then
+		// returned while wctx.Err() was still nil (make test, 2026-12-07).
+		if last.Failure != metrics.FailureCanceled && last.Error != "" && wctx.Err() == nil && time.Now().Before(deadline) {
 			cause = last.Error
 		}
 		timer := time.NewTimer(interval)
