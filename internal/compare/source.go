@@ -148,10 +148,10 @@ const aheadRatio = 1.5
 // ahead is the round that runs the open scenarios' pair n+1 beside
 // their pair n, two processes of them all, or nil. Near a suite's end
 // the scenarios left are few and of unequal length, and two processes
-// split them badly: in an A/A of stop 51, `completions-bursty` (28 s)
-// and `chat-poisson` (12 s) took two rounds of 31 s for two pairs,
-// with one process idle most of each. Run ahead, both pairs take one
-// round of about 40 s. It runs when that round is at most aheadRatio
+// split them badly: in an A/A of stop 51, `completions-bursty` (30 s
+// a pair) and `chat-poisson` (15 s) took two rounds of 31 s for two
+// pairs, with one process idle half of each. Run ahead, both pairs
+// take one round of about 45 s. It runs when that round is at most aheadRatio
 // times the one it replaces, so that the pair it adds costs at most
 // half a round even when the verdicts end at pair n. A lone scenario is
 // the plainest case. Two processes of these scenarios load the machine
@@ -167,7 +167,7 @@ func (s *binaries) ahead(n int, open []Key, jobs []job) []job {
 	}
 	sum, longest := 0.0, 0.0
 	for _, j := range jobs {
-		if j.alone || j.pair != 0 || j.pkg != jobs[0].pkg {
+		if j.alone || j.pair != 0 || j.pkg == nil || j.pkg != jobs[0].pkg {
 			return nil
 		}
 		t := 0.0
@@ -193,8 +193,9 @@ func (s *binaries) ahead(n int, open []Key, jobs []job) []job {
 // is not enough. On a 2-core VM one or two of a round's 20 runs went
 // past half a limit now and then, quiet or beside a burner, while the
 // round's median stayed between 4% and 18%; the rule that halved on
-// any one such run left three A/As of the shipped suite in one process
-// with rounds of 170 s instead of 93 s (docs/logs/2026-12-07-suite.md).
+// any one such run (or on two rounds with one each) left A/As of the
+// shipped suite in one process, with rounds of 167 to 170 s instead of
+// 93 s (docs/logs/2026-12-07-suite.md, r-aa1 and e-aa3).
 // It does not grow it again: running more scenarios side by side than
 // DefaultParallel raised the A/A spread of every gated figure on a
 // 2-core machine while the load generator's health still showed CPU to
