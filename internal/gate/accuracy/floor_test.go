@@ -103,10 +103,10 @@ func chiSquareQuantile(p float64, df int) float64 {
 // z_0.95 = 1.6449, over √8.
 func TestCapDetectable(t *testing.T) {
 	got := capDetectable(0.05, 0.01/5)
-	if want := 0.05 * 5.0478 / math.Sqrt(8); math.Abs(got-want) > 1e-3*want {
+	if want := 0.05 * 5.0478 / math.Sqrt(8); !(math.Abs(got-want) <= 1e-3*want) { // NaN fails too
 		t.Fatalf("capDetectable(5%%, 0.002) = %.5f, want %.5f", got, want)
 	}
-	if capDetectable(0.10, 0.01/5) <= 0.10 {
+	if !(capDetectable(0.10, 0.01/5) > 0.10) {
 		t.Fatal("a pair spread of 10% must leave more than 10% detectable at 8 pairs")
 	}
 }
@@ -212,16 +212,18 @@ func floorName(unit string) string {
 // capDetectable is the smallest regression, as a log ratio, that the
 // default design's last look (pair MaxPairs) detects with probability
 // 95% when each pair's estimate has standard deviation sigma and the
-// figure's share of alpha is alpha: (z_{1-alpha/looks} + z_{0.95})
-// sigma/√MaxPairs, as stats.Sequential.Look puts it. It is a lower
-// bound: the verdict widens the spread between pairs to Student's t
-// reach. Above twice a figure's tolerance, the verdict cannot judge at
-// the cap.
+// figure's share of alpha is alpha: stats.Sequential.Look's Detectable
+// at standard error sigma/√MaxPairs. It is a lower bound: the verdict
+// widens the spread between pairs to Student's t reach. Above twice a
+// figure's tolerance, the verdict cannot judge at the cap.
 func capDetectable(sigma, alpha float64) float64 {
 	d := gate.DefaultSequential()
-	looks := float64(d.MaxPairs - d.MinPairs + 1)
-	z := stats.NormalQuantile(1-alpha/looks) + stats.NormalQuantile(0.95)
-	return z * sigma / math.Sqrt(float64(d.MaxPairs))
+	design := stats.Sequential{Alpha: alpha, Beta: d.Beta, MinLooks: d.MinPairs, MaxLooks: d.MaxPairs}
+	l, err := design.Look(d.MaxPairs, 0, sigma/math.Sqrt(float64(d.MaxPairs)), 1)
+	if err != nil {
+		return math.NaN()
+	}
+	return l.Detectable
 }
 
 // floorPair judges one pair as the fast verdict's first look does (a
