@@ -12,10 +12,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	vllmimage "github.com/servegate/servegate/containers/vllm"
 )
 
-// envCompare runs TestCompareDeployment: two verdicts on real vLLM, each
-// of several server starts, take 10 to 30 minutes.
+// envCompare runs TestCompareDeployment: three verdicts on real vLLM, each
+// of several server starts, take 20 to 45 minutes.
 const envCompare = "SERVEGATE_VLLM_COMPARE"
 
 // TestCompareDeployment is "Gating a deployment" (docs/deployments.md)
@@ -25,28 +27,40 @@ const envCompare = "SERVEGATE_VLLM_COMPARE"
 // servegate compare BASE HEAD`, there:
 //
 //  1. head turns vLLM's prefix cache off: exit 1, a regression;
-//  2. head changes a comment only, an A/A of two server starts: exit 0.
+//  2. head caps a step's tokens at 128 (--max-num-batched-tokens), so
+//     each prompt's prefill takes two steps: exit 1;
+//  3. head changes a comment only, an A/A of two server starts: never
+//     exit 1; exit 0, or 2 ("cannot judge") where the pairs are too
+//     noisy for the design's cap.
 //
 // The scenario sends 60 completions one at a time. Their prompts share a
 // 384-token prefix and add 256 tokens of their own. With the cache on,
 // only the 256 are computed; with it off, all 640. That makes median
 // TTFT about 20% higher (docs/deployments.md has the figures), four
-// times the 5% tolerance. Case 2 passes with the verdict's design rate,
-// about 99%, not 99.9%, so the test is opt-in: SERVEGATE_TARGET=vllm
-// and SERVEGATE_VLLM_COMPARE=1. Its one trial so far did not decide in
-// 5 pairs: median TTFT differed by up to 19% between two starts of the
-// same server (docs/deployments.md). GOPROXY=off: nothing downloads.
+// times the 5% tolerance. On this project's 2-core machines an A/A
+// ends in "cannot judge": a pair of two vLLM starts varies by about 11%
+// in median TTFT and 15% in median TPOT, past what 8 pairs resolve
+// (BenchmarkDeployFloor). The test is opt-in: SERVEGATE_TARGET=vllm and
+// SERVEGATE_VLLM_COMPARE=1. GOPROXY=off: nothing downloads.
 func TestCompareDeployment(t *testing.T) {
 	requireVLLM(t)
 	if os.Getenv(envCompare) != "1" {
-		t.Skipf("two verdicts on real vLLM take 10 to 30 minutes: set %s=1", envCompare)
+		t.Skipf("three verdicts on real vLLM take 20 to 45 minutes: set %s=1", envCompare)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Minute)
 	defer cancel()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "deploy")
 	require.NoError(t, os.CopyFS(dir, os.DirFS("testdata/deploy")))
+	// The module names the AVX512-VNNI image; on another CPU its user
+	// would name the image `make vllm-image` built for theirs.
+	img, err := vllmimage.ChooseImage(ctx, "/proc/cpuinfo")
+	require.NoError(t, err)
+	chat := filepath.Join(dir, "scenarios", "chat.yaml")
+	data, err := os.ReadFile(chat)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(chat, []byte(strings.Replace(string(data), vllmimage.LocalImageAVX512VNNI, img.Image, 1)), 0o644))
 	gomod := "module example.com/deploy\n\ngo 1.26.0\n\n" +
 		"require github.com/servegate/servegate v0.0.0\n\n" +
 		"replace github.com/servegate/servegate => " + root + "\n\n" +
@@ -104,7 +118,9 @@ func TestCompareDeployment(t *testing.T) {
 	commit("base")
 	edit("args: [--enable-prefix-caching]", "args: [--no-enable-prefix-caching]")
 	commit("uncached")
-	edit("args: [--no-enable-prefix-caching]", "args: [--enable-prefix-caching]")
+	edit("args: [--no-enable-prefix-caching]", "args: [--enable-prefix-caching, --max-num-batched-tokens, \"128\"]")
+	commit("budget")
+	edit("args: [--enable-prefix-caching, --max-num-batched-tokens, \"128\"]", "args: [--enable-prefix-caching]")
 	edit("# The deployment", "# The same deployment:")
 	commit("same")
 
@@ -118,6 +134,21 @@ func TestCompareDeployment(t *testing.T) {
 	code, out := compare("base", "uncached")
 	assert.Equal(t, 1, code, "prefix caching off")
 	assert.Contains(t, out, "target.args: --no-enable-prefix-caching (base: --enable-prefix-caching)", "the report names the flag that changed, once")
-	code, _ = compare("base", "same")
-	assert.Equal(t, 0, code, "the same deployment")
+	code, out = compare("base", "budget")
+	assert.Equal(t, 1, code, "a prefill budget of 128 tokens")
+	assert.Contains(t, out, "--max-num-batched-tokens 128", "the report names the flag that changed")
+	code, out = compare("base", "same")
+	// An A/A is never a regression. Where a pair's noise is past what
+	// the design's cap resolves, it ends in "cannot judge" (exit 2) and
+	// names the remedies, as on this project's 2-core machines
+	// (BenchmarkDeployFloor in internal/gate/accuracy); elsewhere it
+	// passes.
+	switch code {
+	case 0:
+	case 2:
+		assert.Contains(t, out, "cannot judge", "an A/A that ends in exit 2 says why")
+		t.Logf("the same deployment: cannot judge here (this machine's floor, docs/deployments.md)")
+	default:
+		t.Errorf("the same deployment: exit %d, want 0 (or 2, cannot judge)", code)
+	}
 }
