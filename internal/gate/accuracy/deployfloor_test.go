@@ -179,7 +179,9 @@ func deployAlpha(tb testing.TB) float64 {
 // docs/deployments.md makes of them: on this machine, a pair of the
 // deployment scenario on real vLLM is too noisy for the default
 // verdict to judge median TTFT or median TPOT at its cap, so an A/A of
-// it ends in "cannot judge" (exit 2), not a pass. It fails when the
+// it that reaches the cap ends in "cannot judge" (exit 2), not a pass
+// (one that ends sooner may false-fail: BenchmarkSequentialRunNoise in
+// internal/gate). It fails when the
 // data change so that the claim no longer holds, or when the design
 // (its cap, its alpha) changes so that it could judge them.
 func TestDeployFloor(t *testing.T) {
