@@ -17,7 +17,7 @@ import (
 )
 
 // envCompare runs TestCompareDeployment: three verdicts on real vLLM, each
-// of several server starts, take 20 to 45 minutes.
+// of several server starts, take 25 to 70 minutes.
 const envCompare = "SERVEGATE_VLLM_COMPARE"
 
 // TestCompareDeployment is "Gating a deployment" (docs/deployments.md)
@@ -48,7 +48,7 @@ const envCompare = "SERVEGATE_VLLM_COMPARE"
 func TestCompareDeployment(t *testing.T) {
 	requireVLLM(t)
 	if os.Getenv(envCompare) != "1" {
-		t.Skipf("three verdicts on real vLLM take 20 to 45 minutes: set %s=1", envCompare)
+		t.Skipf("three verdicts on real vLLM take 25 to 70 minutes: set %s=1", envCompare)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Minute)
 	defer cancel()
