@@ -97,27 +97,23 @@ func deployNoiseOf(runs []deployRun, config string, fig func(deployRun) float64)
 	}
 	var n deployNoise
 	var ss float64
-	var df int
 	var means []float64
-	var sizes float64
 	for _, xs := range byStart {
 		n.Runs += len(xs)
-		n.Starts++
 		m := stats.Mean(xs)
 		means = append(means, m)
-		sizes += float64(len(xs))
 		for _, x := range xs {
 			ss += (x - m) * (x - m)
 		}
-		df += len(xs) - 1
 	}
-	if df > 0 {
+	n.Starts = len(means)
+	if df := n.Runs - n.Starts; df > 0 {
 		n.Within = math.Sqrt(ss / float64(df))
 	}
-	if len(means) > 1 {
+	if n.Starts > 1 {
 		// The variance of a start's mean is between² + within²/runs.
 		sd := stddev(means)
-		b := sd*sd - n.Within*n.Within/(sizes/float64(len(means)))
+		b := sd*sd - n.Within*n.Within*float64(n.Starts)/float64(n.Runs)
 		n.Between = math.Sqrt(math.Max(b, 0))
 	}
 	n.SigmaPair = math.Sqrt(2 * (n.Within*n.Within + n.Between*n.Between))
